@@ -1,0 +1,44 @@
+# `make demo` and `make test` work on a fresh machine with only Python (and the image's Node).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+NODE_INSTALLED := node_modules/.installed
+
+.PHONY: demo test lint typecheck unit bench clean
+
+demo: $(INSTALLED)
+	$(BIN)/ralphctl demo
+
+test: $(INSTALLED) $(NODE_INSTALLED)
+	bash scripts/ensure-postgres
+	$(MAKE) --no-print-directory lint typecheck unit
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports
+
+typecheck: $(INSTALLED)
+	$(BIN)/mypy
+
+unit: $(INSTALLED)
+	$(BIN)/pytest
+
+bench: $(INSTALLED)
+	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/parse_throughput.py
+
+$(INSTALLED): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# The real Claude Code CLI (pinned in package.json + package-lock.json) for end-to-end tests.
+$(NODE_INSTALLED): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+clean:
+	rm -rf $(VENV) node_modules .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""The hands: one adapter per agent CLI behind one small interface (see ``base``)."""

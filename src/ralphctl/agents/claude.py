@@ -1,0 +1,488 @@
+"""Claude Code: the ``claude -p`` command line of one iteration and its stream-json parser.
+
+Facts this module relies on (CLI 2.1.330, see research/claude-protocol.md §3):
+- ``-p --output-format stream-json`` needs ``--verbose``; the prompt goes on stdin.
+- One ``assistant`` line per content block; blocks of one message share ``message.id`` and
+  repeat its ``usage``. Token and cost totals are therefore read from the ``result`` line only.
+- The ``result`` line is the last one when the run ends normally. A killed CLI prints none.
+  ``subtype: "success"`` can carry ``is_error: true`` (API errors): judge by ``is_error``.
+- Key order is not fixed (the real ``result`` line has ``type`` near its end), so lines are
+  classified by parsing them; only large ``user`` lines get a shortcut (``_fast_tool_outputs``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from ralphctl.agents.base import (
+    AgentCommand,
+    AgentRequest,
+    AgentUnavailable,
+    Capabilities,
+    ProcessOutcome,
+)
+from ralphctl.agents.events import (
+    AgentEvent,
+    ApiRetry,
+    Finished,
+    PermissionDenied,
+    RateLimitSignal,
+    SessionStarted,
+    TextChunk,
+    ToolCall,
+    ToolOutput,
+)
+from ralphctl.domain.model import IterationResult, PermissionDenial, RateLimitInfo, TokenUsage
+
+BIN_ENV = "RALPHCTL_CLAUDE_BIN"
+INSTALL_HINT = (
+    "install it with `npm install -g @anthropic-ai/claude-code`, "
+    f"or set {BIN_ENV} to the path of the `claude` executable"
+)
+CLAUDE_CAPABILITIES = Capabilities(
+    reports_cost=True, reports_tokens=True, structured_stream=True, resumable_sessions=True
+)
+
+_PERMISSION_FLAGS = frozenset({"--permission-mode", "--dangerously-skip-permissions"})
+_SESSION_FLAGS = frozenset({"--session-id", "--resume", "-r"})
+_CONTINUE_FLAGS = frozenset({"--continue", "-c"})
+
+
+class ClaudeAdapter:
+    """Runs Claude Code headless: ``claude -p --output-format stream-json --verbose``."""
+
+    name: str = "claude"
+    capabilities: Capabilities = CLAUDE_CAPABILITIES
+
+    def check_available(self) -> None:
+        if _executable() is not None:
+            return
+        configured = os.environ.get(BIN_ENV)
+        problem = (
+            f"{BIN_ENV}={configured!r} is not an executable file"
+            if configured
+            else "`claude` is not on PATH"
+        )
+        raise AgentUnavailable(f"Claude Code CLI not found: {problem}; {INSTALL_HINT}.")
+
+    def build_command(self, request: AgentRequest) -> AgentCommand:
+        """The argv, stdin and environment of one iteration.
+
+        The user's ``extra_args`` win over ours for permissions, session and budget flags;
+        ``--continue`` is refused and ``--output-format`` may only repeat ``stream-json``.
+        """
+        extra = list(request.extra_args)
+        flags = {arg.partition("=")[0] for arg in extra if arg.startswith("-")}
+        if flags & _CONTINUE_FLAGS:
+            raise ValueError(
+                "--continue is not allowed: it resumes the most recent session in the "
+                "directory, which may belong to someone else; use --resume <session-id>"
+            )
+        output_format = _option_value(extra, "--output-format")
+        if "--output-format" in flags and output_format != "stream-json":
+            raise ValueError(
+                f"--output-format {output_format or ''} is not supported: ralphctl reads the "
+                "agent's stream-json output, so leave --output-format out"
+            )
+        argv = [_executable() or os.environ.get(BIN_ENV) or "claude"]
+        argv += [] if flags & {"-p", "--print"} else ["-p"]
+        argv += [] if "--output-format" in flags else ["--output-format", "stream-json"]
+        argv += [] if "--verbose" in flags else ["--verbose"]
+        if not flags & _PERMISSION_FLAGS:
+            argv += ["--permission-mode", request.permission_mode]
+        if not flags & _SESSION_FLAGS:
+            argv += ["--session-id", request.session_id]
+        if request.remaining_cost_usd is not None and "--max-budget-usd" not in flags:
+            argv += ["--max-budget-usd", _usd(request.remaining_cost_usd)]
+        argv += extra
+        env = {"RALPHCTL_ITERATION": str(request.iteration)}
+        if os.geteuid() == 0 and _bypasses_permissions(extra, flags, request.permission_mode):
+            env["IS_SANDBOX"] = "1"  # as root, the CLI refuses bypassPermissions without it
+        return AgentCommand(argv=argv, stdin=request.prompt.encode("utf-8"), env=env)
+
+    def new_parser(self) -> ClaudeStreamParser:
+        return ClaudeStreamParser()
+
+
+def _executable() -> str | None:
+    """``$RALPHCTL_CLAUDE_BIN`` (a path or a command name) if set, else ``claude`` on PATH."""
+    return shutil.which(os.environ.get(BIN_ENV) or "claude")
+
+
+def _option_value(args: Sequence[str], name: str) -> str | None:
+    """The value of ``name`` in ``args`` given as ``name=value`` or ``name value``."""
+    for i, arg in enumerate(args):
+        if arg.startswith(name + "="):
+            return arg.partition("=")[2]
+        if arg == name and i + 1 < len(args) and not args[i + 1].startswith("-"):
+            return args[i + 1]
+    return None
+
+
+def _bypasses_permissions(extra: Sequence[str], flags: set[str], requested: str) -> bool:
+    if "--dangerously-skip-permissions" in flags:
+        return True
+    mode = _option_value(extra, "--permission-mode") if "--permission-mode" in flags else requested
+    return mode == "bypassPermissions"
+
+
+def _usd(amount: float) -> str:
+    """A budget rounded down to 1/10000 USD, so the CLI never gets more than is left."""
+    return f"{math.floor(max(amount, 0.0) * 10_000) / 10_000:.4f}"
+
+
+# --- the stream parser ---------------------------------------------------------------------
+
+_MAX_DENIALS = 100
+_SUMMARY_CHARS = 80
+_SUMMARY_KEYS = (
+    "file_path",
+    "command",
+    "pattern",
+    "path",
+    "notebook_path",
+    "url",
+    "query",
+    "description",
+    "prompt",
+)
+_STDERR_EXCERPT_CHARS = 500
+
+# Large lines are ``user`` lines echoing tool output (whole files, twice: in the tool_result
+# and in ``tool_use_result``). Parsing them costs more than everything else put together.
+_FAST_PATH_MIN_BYTES = 64 * 1024
+_USER_LINE_PREFIX = b'{"type":"user","message":{'
+_TOOL_USE_RESULT_KEY = b'"tool_use_result":'
+_TOOL_USE_ID_KEY = b'"tool_use_id":"'
+_TOOL_RESULT_TYPE = b'"type":"tool_result"'
+_IS_ERROR_TRUE = b'"is_error":true'
+
+
+class ClaudeStreamParser:
+    """Turns ``claude -p --output-format stream-json --verbose`` lines into events and a result.
+
+    Never raises on bad input: lines that are not a JSON object are counted in
+    ``unparsed_lines``; unknown event types are ignored. Memory stays bounded: only the last
+    main-thread text, the last ``result`` object, init facts, the last rate-limit info and at
+    most 100 permission denials are kept.
+    """
+
+    def __init__(self) -> None:
+        self._init_session_id: str | None = None
+        self._agent_version: str | None = None
+        self._result: dict[str, Any] | None = None
+        self._text: str = ""
+        self._text_message_id: str | None = None
+        self._streamed_message_id: str | None = None
+        self._streamed_text = False
+        self._denials: list[PermissionDenial] = []
+        self._rate_limit: RateLimitInfo | None = None
+        self._unparsed = 0
+        self._handlers: dict[str, Callable[[dict[str, Any]], list[AgentEvent]]] = {
+            "system": self._system,
+            "assistant": self._assistant,
+            "user": self._user,
+            "stream_event": self._stream_event,
+            "rate_limit_event": self._rate_limit_event,
+            "result": self._result_line,
+        }
+
+    def feed(self, line: bytes) -> list[AgentEvent]:
+        if len(line) >= _FAST_PATH_MIN_BYTES and line.startswith(_USER_LINE_PREFIX):
+            events = _fast_tool_outputs(line)
+            if events is not None:
+                return events
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            self._unparsed += 1
+            return []
+        if not isinstance(obj, dict):
+            self._unparsed += 1
+            return []
+        kind = obj.get("type")
+        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+        return handler(obj) if handler else []
+
+    def finish(self, outcome: ProcessOutcome) -> IterationResult:
+        result = self._result or {}
+        reported_text = _str(result.get("result"))
+        exited_badly = outcome.exit_code not in (0, None)
+        return IterationResult(
+            final_text=self._text if reported_text is None else reported_text,
+            is_error=(
+                self._result is None
+                or result.get("is_error") is True
+                or exited_badly
+                or outcome.timed_out
+                or outcome.interrupted
+            ),
+            error_message=_error_message(self._result, outcome),
+            exit_code=outcome.exit_code,
+            duration_ms=outcome.duration_ms,
+            tokens=_tokens(result),
+            cost_usd=_num(result.get("total_cost_usd")),
+            session_id=_str(result.get("session_id")) or self._init_session_id,
+            num_turns=_int(result.get("num_turns")),
+            api_error_status=_int(result.get("api_error_status")),
+            permission_denials=(
+                _result_denials(result) if self._result is not None else tuple(self._denials)
+            ),
+            rate_limit=self._rate_limit,
+            stderr_tail=outcome.stderr_tail,
+            timed_out=outcome.timed_out,
+            interrupted=outcome.interrupted,
+            unparsed_lines=self._unparsed,
+            agent_version=self._agent_version,
+        )
+
+    # --- one handler per line type ---------------------------------------------------------
+
+    def _system(self, obj: dict[str, Any]) -> list[AgentEvent]:
+        subtype = obj.get("subtype")
+        if subtype == "init":
+            self._init_session_id = _str(obj.get("session_id"))
+            self._agent_version = _str(obj.get("claude_code_version"))
+            model = _str(obj.get("model"))
+            return [SessionStarted(self._init_session_id or "", model, self._agent_version)]
+        if subtype == "api_retry":
+            return [
+                ApiRetry(
+                    attempt=_int(obj.get("attempt")) or 0,
+                    max_retries=_int(obj.get("max_retries")),
+                    error_status=_int(obj.get("error_status")),
+                    error=_str(obj.get("error")),
+                )
+            ]
+        if subtype == "permission_denied":
+            tool = _str(obj.get("tool_name")) or "unknown"
+            message = _str(obj.get("message")) or ""
+            if len(self._denials) < _MAX_DENIALS:
+                tool_use_id = _str(obj.get("tool_use_id")) or ""
+                self._denials.append(PermissionDenial(tool, tool_use_id, message))
+            return [PermissionDenied(tool, message)]
+        return []
+
+    def _assistant(self, obj: dict[str, Any]) -> list[AgentEvent]:
+        message = _dict(obj.get("message"))
+        message_id = _str(message.get("id"))
+        main_thread = obj.get("parent_tool_use_id") is None
+        already_streamed = self._streamed_text and self._streamed_message_id in (None, message_id)
+        events: list[AgentEvent] = []
+        for block in _list(message.get("content")):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind == "text" and main_thread:
+                text = _str(block.get("text"))
+                if text is not None:
+                    self._remember_text(message_id, text)
+                    if not already_streamed:
+                        events.append(TextChunk(text))
+            elif kind == "tool_use":
+                name = _str(block.get("name")) or ""
+                tool_use_id = _str(block.get("id")) or ""
+                events.append(ToolCall(name, tool_use_id, summarise_tool_input(block.get("input"))))
+        return events
+
+    def _user(self, obj: dict[str, Any]) -> list[AgentEvent]:
+        content = _dict(obj.get("message")).get("content")
+        return [
+            ToolOutput(_str(block.get("tool_use_id")) or "", block.get("is_error") is True)
+            for block in _list(content)
+            if isinstance(block, dict) and block.get("type") == "tool_result"
+        ]
+
+    def _stream_event(self, obj: dict[str, Any]) -> list[AgentEvent]:
+        if obj.get("parent_tool_use_id") is not None:
+            return []
+        event = _dict(obj.get("event"))
+        kind = event.get("type")
+        if kind == "message_start":
+            self._streamed_message_id = _str(_dict(event.get("message")).get("id"))
+            self._streamed_text = False
+        elif kind == "content_block_delta":
+            delta = _dict(event.get("delta"))
+            text = _str(delta.get("text"))
+            if delta.get("type") == "text_delta" and text:
+                self._streamed_text = True
+                return [TextChunk(text)]
+        return []
+
+    def _rate_limit_event(self, obj: dict[str, Any]) -> list[AgentEvent]:
+        info = _dict(obj.get("rate_limit_info"))
+        status = _str(info.get("status"))
+        if status is None:
+            return []
+        resets_at = _num(info.get("resetsAt"))
+        limit_type = _str(info.get("rateLimitType"))
+        self._rate_limit = RateLimitInfo(status, resets_at, limit_type)
+        return [RateLimitSignal(status, resets_at, limit_type)]
+
+    def _result_line(self, obj: dict[str, Any]) -> list[AgentEvent]:
+        self._result = obj
+        return [Finished(obj.get("is_error") is True, _num(obj.get("total_cost_usd")))]
+
+    def _remember_text(self, message_id: str | None, text: str) -> None:
+        """Keep the text of the last main-thread message (its text blocks, one per line)."""
+        if message_id is not None and message_id == self._text_message_id:
+            self._text = f"{self._text}\n{text}"
+        else:
+            self._text_message_id = message_id
+            self._text = text
+
+
+def _fast_tool_outputs(line: bytes) -> list[AgentEvent] | None:
+    """The events of a large ``user`` line, found without decoding its huge strings.
+
+    Only for lines shaped like the CLI's (``{"type":"user","message":{…},…,
+    "tool_use_result":…}``, compact, one tool_result); anything else returns None and is parsed
+    normally. Byte search is safe here because inside a JSON string every ``"`` is escaped:
+    ``"tool_use_id":"`` or ``"is_error":true`` can only be real keys, whatever the key order
+    inside the block. The search stops at ``"tool_use_result":``, so the structured copy of the
+    tool output is never looked at.
+    """
+    if not line.endswith((b"}", b"}\r")):
+        return None
+    end = line.find(_TOOL_USE_RESULT_KEY)
+    end = len(line) if end < 0 else end
+    ids = line.count(_TOOL_USE_ID_KEY, 0, end)
+    is_tool_result = line.find(_TOOL_RESULT_TYPE, 0, end) >= 0
+    if ids == 0 and not is_tool_result:
+        return []
+    if ids != 1 or not is_tool_result:
+        return None
+    start = line.find(_TOOL_USE_ID_KEY, 0, end) + len(_TOOL_USE_ID_KEY)
+    stop = line.find(b'"', start, end)
+    if stop < 0:
+        return None
+    raw_id = line[start:stop]
+    if b"\\" in raw_id:  # an escaped id: let the full parser decode it
+        return None
+    try:
+        tool_use_id = raw_id.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return [ToolOutput(tool_use_id, line.find(_IS_ERROR_TRUE, 0, end) >= 0)]
+
+
+def summarise_tool_input(tool_input: object) -> str:
+    """A short one-line description of a tool call: its file, command, pattern, …"""
+    if not isinstance(tool_input, dict):
+        return ""
+    preferred = (tool_input.get(key) for key in _SUMMARY_KEYS)
+    for value in (*preferred, *tool_input.values()):
+        if isinstance(value, str) and value.strip():
+            return _one_line(value, _SUMMARY_CHARS)
+    return ""
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text[: limit * 4].split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _tokens(result: dict[str, Any]) -> TokenUsage:
+    """Token totals of the run, from the ``result`` line.
+
+    ``modelUsage`` (per model) is preferred: it covers every model the run used, subagents and
+    the CLI's small helper model included, so it adds up to ``total_cost_usd``. ``usage``
+    covers the main loop only and undercounts; it is the fallback for CLIs without
+    ``modelUsage``.
+    """
+    per_model = [u for u in _dict(result.get("modelUsage")).values() if isinstance(u, dict)]
+    if per_model:
+        return TokenUsage(
+            input=sum(_int(u.get("inputTokens")) or 0 for u in per_model),
+            output=sum(_int(u.get("outputTokens")) or 0 for u in per_model),
+            cache_read=sum(_int(u.get("cacheReadInputTokens")) or 0 for u in per_model),
+            cache_write=sum(_int(u.get("cacheCreationInputTokens")) or 0 for u in per_model),
+        )
+    usage = _dict(result.get("usage"))
+    return TokenUsage(
+        input=_int(usage.get("input_tokens")) or 0,
+        output=_int(usage.get("output_tokens")) or 0,
+        cache_read=_int(usage.get("cache_read_input_tokens")) or 0,
+        cache_write=_int(usage.get("cache_creation_input_tokens")) or 0,
+    )
+
+
+def _result_denials(result: dict[str, Any]) -> tuple[PermissionDenial, ...]:
+    return tuple(
+        PermissionDenial(
+            tool_name=_str(d.get("tool_name")) or "unknown",
+            tool_use_id=_str(d.get("tool_use_id")) or "",
+            detail=summarise_tool_input(d.get("tool_input")),
+        )
+        for d in _list(result.get("permission_denials"))[:_MAX_DENIALS]
+        if isinstance(d, dict)
+    )
+
+
+def _error_message(result: dict[str, Any] | None, outcome: ProcessOutcome) -> str | None:
+    """Why the iteration counts as an error, in words; None when it does not."""
+    problems: list[str] = []
+    if outcome.timed_out:
+        problems.append("timed out: the agent was stopped at the iteration timeout")
+    if outcome.interrupted:
+        problems.append("interrupted: the agent was stopped on request")
+    if result is None:
+        problems.append(
+            "no result line: the agent process ended without a result "
+            f"(exit code {outcome.exit_code}){_stderr_excerpt(outcome.stderr_tail)}"
+        )
+    elif result.get("is_error") is True:
+        problems.append(_reported_error(result))
+    elif outcome.exit_code not in (0, None):
+        problems.append(
+            f"the agent exited with code {outcome.exit_code}{_stderr_excerpt(outcome.stderr_tail)}"
+        )
+    return "; ".join(problems) or None
+
+
+def _reported_error(result: dict[str, Any]) -> str:
+    details: list[str] = []
+    status = _int(result.get("api_error_status"))
+    if status is not None:
+        details.append(f"API error status {status}")
+    subtype = _str(result.get("subtype"))
+    if subtype and subtype != "success":
+        details.append(subtype)
+    errors = [e for e in _list(result.get("errors")) if isinstance(e, str)]
+    details += errors
+    text = _str(result.get("result"))
+    if text and not errors:
+        details.append(_one_line(text, 300))
+    return "the agent reported an error" + (f": {', '.join(details)}" if details else "")
+
+
+def _stderr_excerpt(stderr_tail: str) -> str:
+    excerpt = stderr_tail.strip()[-_STDERR_EXCERPT_CHARS:]
+    return f"; stderr tail: {excerpt}" if excerpt else ""
+
+
+# --- tolerant accessors: the stream is input, never trusted to be well-typed -----------------
+
+
+def _dict(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -1,0 +1,238 @@
+"""Run one agent process: its own process group, live parsing, timeout and clean kills.
+
+The process starts in a new session, so the agent and everything it spawns (its Bash tool's
+children included) form one process group that is signalled as a whole:
+
+- timeout: SIGTERM to the group, ``grace_s`` later SIGKILL;
+- ``interrupt`` set: SIGINT to the group (Claude ends its turn cleanly), ``grace_s`` later
+  SIGKILL; ``force`` set: SIGKILL at once;
+- once the agent (the group leader) has exited, SIGKILL to whatever is left of its group, so
+  a background child that still holds stdout cannot keep the read open. A process that left
+  the group (``setsid``) and holds stdout delays the end by ``grace_s`` at most.
+
+The leader is always reaped before ``run_agent`` returns. ``ProcessOutcome.exit_code`` is the
+exit status as asyncio reports it: ``0..255``, or ``-N`` when signal N killed the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ralphctl.agents.base import AgentCommand, AgentUnavailable, ProcessOutcome, StreamParser
+from ralphctl.agents.events import AgentEvent
+from ralphctl.domain.model import IterationResult
+
+STDERR_TAIL_BYTES = 8 * 1024
+
+
+async def run_agent(
+    command: AgentCommand,
+    parser: StreamParser,
+    *,
+    cwd: Path,
+    timeout: float | None,
+    on_event: Callable[[AgentEvent], None] | None = None,
+    interrupt: asyncio.Event | None = None,
+    force: asyncio.Event | None = None,
+    grace_s: float = 3.0,
+) -> IterationResult:
+    """Run ``command`` in ``cwd``, feed its stdout to ``parser`` line by line, and return
+    ``parser.finish(outcome)``. ``on_event`` sees each event as it arrives; if it raises, the
+    agent is killed and the exception propagates. A missing or unrunnable executable raises
+    AgentUnavailable.
+    """
+    protocol = _AgentProtocol(parser, on_event)
+    started = time.monotonic()
+    transport = await _spawn(protocol, command, cwd)
+    pid = transport.get_pid()
+    try:
+        _send_stdin(transport, command.stdin)
+        timed_out, interrupted = await _wait_for_exit(
+            pid,
+            protocol.exited,
+            timeout=timeout,
+            interrupt=interrupt,
+            force=force,
+            broken=protocol.broken,
+            grace_s=grace_s,
+        )
+        _signal_group(pid, signal.SIGKILL)  # whatever the agent left behind
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(protocol.closed.wait(), grace_s)
+    finally:
+        if not protocol.exited.is_set():  # cancelled mid-run
+            _signal_group(pid, signal.SIGKILL)
+            await protocol.exited.wait()
+        transport.close()
+    protocol.end_of_stdout()
+    if protocol.error is not None:
+        raise protocol.error
+    outcome = ProcessOutcome(
+        exit_code=transport.get_returncode(),
+        duration_ms=round((time.monotonic() - started) * 1000),
+        stderr_tail=protocol.stderr_tail(),
+        timed_out=timed_out,
+        interrupted=interrupted,
+    )
+    return parser.finish(outcome)
+
+
+class LineSplitter:
+    """Cuts a byte stream into lines without their ``\\n``, however long a line grows."""
+
+    def __init__(self, on_line: Callable[[bytes], None]) -> None:
+        self._on_line = on_line
+        self._partial = bytearray()
+
+    def feed(self, data: bytes) -> None:
+        start = 0
+        while (end := data.find(b"\n", start)) >= 0:
+            if self._partial:
+                self._partial += data[start:end]
+                line = bytes(self._partial)
+                self._partial.clear()
+            else:
+                line = data[start:end]
+            self._on_line(line)
+            start = end + 1
+        self._partial += data[start:]
+
+    def flush(self) -> None:
+        """Hand over the last line if the stream did not end with a newline."""
+        if self._partial:
+            line = bytes(self._partial)
+            self._partial.clear()
+            self._on_line(line)
+
+
+class _AgentProtocol(asyncio.SubprocessProtocol):
+    """Receives the agent's pipes; parses stdout as it arrives, keeps a tail of stderr."""
+
+    def __init__(self, parser: StreamParser, on_event: Callable[[AgentEvent], None] | None) -> None:
+        self.exited = asyncio.Event()  # the agent itself has exited (and was reaped)
+        self.closed = asyncio.Event()  # ... and every pipe is closed
+        self.broken = asyncio.Event()  # on_event raised: stop the agent now
+        self.error: Exception | None = None
+        self._parser = parser
+        self._on_event = on_event
+        self._stdout = LineSplitter(self._on_line)
+        self._stderr = bytearray()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self._guarded(lambda: self._stdout.feed(data))
+        elif fd == 2:
+            self._stderr += data
+            del self._stderr[:-STDERR_TAIL_BYTES]
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+
+    def end_of_stdout(self) -> None:
+        self._guarded(self._stdout.flush)
+
+    def stderr_tail(self) -> str:
+        return self._stderr.decode("utf-8", errors="replace")
+
+    def _on_line(self, line: bytes) -> None:
+        for event in self._parser.feed(line):
+            if self._on_event is not None:
+                self._on_event(event)
+
+    def _guarded(self, step: Callable[[], None]) -> None:
+        if self.error is not None:
+            return
+        try:
+            step()
+        except Exception as exc:  # the caller's on_event failed: remember it, stop the agent
+            self.error = exc
+            self.broken.set()
+
+
+async def _spawn(
+    protocol: _AgentProtocol, command: AgentCommand, cwd: Path
+) -> asyncio.SubprocessTransport:
+    if not cwd.is_dir():
+        raise NotADirectoryError(f"the agent's working directory does not exist: {cwd}")
+    loop = asyncio.get_running_loop()
+    try:
+        transport, _ = await loop.subprocess_exec(
+            lambda: protocol,
+            *command.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env={**os.environ, **command.env},
+            start_new_session=True,
+        )
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise AgentUnavailable(f"cannot start the agent {command.argv[0]!r}: {reason}") from exc
+    return transport
+
+
+def _send_stdin(transport: asyncio.SubprocessTransport, data: bytes) -> None:
+    """Queue ``data`` for the agent's stdin and close it once written (without waiting)."""
+    pipe = transport.get_pipe_transport(0)
+    if not isinstance(pipe, asyncio.WriteTransport):
+        return
+    if data:
+        pipe.write(data)
+    pipe.close()
+
+
+async def _wait_for_exit(
+    pid: int,
+    exited: asyncio.Event,
+    *,
+    timeout: float | None,
+    interrupt: asyncio.Event | None,
+    force: asyncio.Event | None,
+    broken: asyncio.Event,
+    grace_s: float,
+) -> tuple[bool, bool]:
+    """Wait for the agent to exit, stopping it on timeout or request: (timed_out, interrupted)."""
+    first = await _first_set((exited, force, broken, interrupt), timeout)
+    if first is exited:
+        return False, False
+    if first is force or first is broken:
+        _signal_group(pid, signal.SIGKILL)
+        await exited.wait()
+        return False, first is force
+    timed_out = first is None
+    _signal_group(pid, signal.SIGTERM if timed_out else signal.SIGINT)
+    if await _first_set((exited, force, broken), grace_s) is not exited:
+        _signal_group(pid, signal.SIGKILL)
+    await exited.wait()
+    return timed_out, not timed_out
+
+
+async def _first_set(
+    events: Sequence[asyncio.Event | None], timeout: float | None
+) -> asyncio.Event | None:
+    """The first of ``events`` (in order of preference) to be set, or None after ``timeout``."""
+    present = [event for event in events if event is not None]
+    if not any(event.is_set() for event in present):
+        waiters = [asyncio.ensure_future(event.wait()) for event in present]
+        try:
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+    return next((event for event in present if event.is_set()), None)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)

@@ -1,0 +1,45 @@
+"""The scripted agent: an offline program that speaks Claude's stream-json (for demos, tests).
+
+The program is ``ralphctl.agents.scripted_agent``; this adapter runs it with the current
+interpreter and parses its output with the Claude parser, so everything downstream is the
+same as with the real CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ralphctl.agents.base import AgentCommand, AgentRequest, AgentUnavailable, Capabilities
+from ralphctl.agents.claude import CLAUDE_CAPABILITIES, ClaudeStreamParser
+
+PROGRAM = "ralphctl.agents.scripted_agent"
+
+
+class ScriptedAdapter:
+    """Plays a JSON script (docs/scripted-agent.md), one step per iteration."""
+
+    name: str = "scripted"
+    capabilities: Capabilities = CLAUDE_CAPABILITIES
+
+    def __init__(self, script: Path | str) -> None:
+        self.script = Path(script).absolute()
+
+    def check_available(self) -> None:
+        if not self.script.is_file():
+            raise AgentUnavailable(
+                f"scripted agent: script not found: {self.script} (see docs/scripted-agent.md)"
+            )
+
+    def build_command(self, request: AgentRequest) -> AgentCommand:
+        """``python -m ralphctl.agents.scripted_agent SCRIPT --session-id ID``; ``extra_args``
+        and the permission mode mean nothing to it and are left out."""
+        argv = [sys.executable, "-m", PROGRAM, str(self.script), "--session-id", request.session_id]
+        return AgentCommand(
+            argv=argv,
+            stdin=request.prompt.encode("utf-8"),
+            env={"RALPHCTL_ITERATION": str(request.iteration)},
+        )
+
+    def new_parser(self) -> ClaudeStreamParser:
+        return ClaudeStreamParser()

@@ -1,0 +1,1 @@
+"""The faces on the terminal: one module per command group, wired in ``app``."""

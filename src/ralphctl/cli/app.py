@@ -1,0 +1,60 @@
+"""The ``ralphctl`` command."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from ralphctl import __version__
+from ralphctl.cli import demo, inspect, run
+from ralphctl.cli.common import UsageError, fail
+from ralphctl.domain.states import EXIT_INTERRUPTED, EXIT_USAGE
+from ralphctl.settings import ConfigError
+from ralphctl.store.errors import StoreError
+
+app = typer.Typer(
+    name="ralphctl",
+    help="Run autonomous coding agents in Ralph Wiggum loops, with budgets you can trust.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+app.command("run")(run.run_command)
+app.command("resume")(run.resume_command)
+app.command("status")(inspect.status_command)
+app.command("history")(inspect.history_command)
+app.command("demo")(demo.demo_command)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ralphctl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
+) -> None:
+    """Run autonomous coding agents in Ralph Wiggum loops, with budgets you can trust."""
+
+
+def main() -> None:
+    """Console-script entry point: map known errors to clear messages and exit codes."""
+    try:
+        code = app(standalone_mode=False)
+    except (ConfigError, UsageError) as exc:
+        fail(str(exc), EXIT_USAGE)
+    except StoreError as exc:
+        fail(f"database: {exc}", EXIT_USAGE)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except click.Abort:
+        fail("aborted", EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)

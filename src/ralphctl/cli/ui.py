@@ -1,0 +1,193 @@
+"""The terminal face of a running loop: a live status line on a TTY, plain lines otherwise."""
+
+from __future__ import annotations
+
+import time
+from types import TracebackType
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ralphctl.agents.events import (
+    ApiRetry,
+    AgentEvent,
+    PermissionDenied,
+    RateLimitSignal,
+    SessionStarted,
+    TextChunk,
+    ToolCall,
+)
+from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.events import EventType
+from ralphctl.domain.states import LoopStatus
+from ralphctl.store.records import EventRecord, LoopRecord
+
+STATUS_STYLE = {
+    LoopStatus.COMPLETED: "bold green",
+    LoopStatus.RUNNING: "bold cyan",
+    LoopStatus.PENDING: "cyan",
+    LoopStatus.PAUSED: "yellow",
+    LoopStatus.RATE_LIMITED: "yellow",
+    LoopStatus.BLOCKED: "bold magenta",
+    LoopStatus.STOPPED: "yellow",
+    LoopStatus.FAILED: "bold red",
+}
+
+
+def format_duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def format_tokens(tokens: int) -> str:
+    if tokens >= 1_000_000:
+        return f"{tokens / 1_000_000:.1f}M"
+    return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+
+
+class TerminalObserver:
+    """Shows a loop's progress; use as a context manager around the run."""
+
+    def __init__(self, console: Console, loop: LoopRecord, config: LoopConfig, *, quiet: bool):
+        self.console = console
+        self.config = config
+        self.quiet = quiet
+        self.iteration = loop.iteration
+        self.cost = loop.cost_usd
+        self.tokens = loop.tokens_input + loop.tokens_output
+        self.runtime_base = loop.runtime_s
+        self.started = time.monotonic()
+        self.last = "starting"
+        self._live: Live | None = None
+        self._text_open = False
+
+    def __enter__(self) -> TerminalObserver:
+        if self.console.is_terminal and not self.quiet:
+            self._live = Live(
+                self, console=self.console, refresh_per_second=4, transient=True
+            )
+            self._live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._end_text()
+        if self._live is not None:
+            self._live.__exit__(exc_type, exc, tb)
+            self._live = None
+
+    def __rich__(self) -> Text:
+        """The live status line."""
+        elapsed = self.runtime_base + time.monotonic() - self.started
+        line = Text()
+        line.append(f"⟳ iteration {self.iteration}/{self.config.max_iterations}", "bold cyan")
+        line.append(f" · {format_duration(elapsed)}/{format_duration(self.config.max_runtime)}")
+        line.append(f" · ${self.cost:.2f}/${self.config.max_cost_usd:.2f}")
+        budget = f"/{format_tokens(self.config.max_tokens)}" if self.config.max_tokens else ""
+        line.append(f" · {format_tokens(self.tokens)}{budget} tokens")
+        line.append(f" · {self.last}", "dim")
+        return line
+
+    def notice(self, message: str, style: str = "yellow") -> None:
+        self._end_text()
+        self.console.print(Text(message, style))
+
+    # -- LoopObserver ---------------------------------------------------------------------
+
+    def on_event(self, event: EventRecord) -> None:
+        data = event.data
+        kind = event.event_type
+        if kind == EventType.ITERATION_STARTED:
+            self.iteration = data["iteration"]
+            self.last = "agent starting"
+            self._line(f"── iteration {self.iteration}/{self.config.max_iterations} ──", "bold")
+        elif kind == EventType.ITERATION_COMPLETED:
+            self.cost += data.get("cost_usd") or 0.0
+            self.tokens += data.get("tokens") or 0
+            self.last = f"iteration {data['iteration']} {data['status']}"
+            self._line(_iteration_line(data), "green" if data["status"] == "ok" else "red")
+        elif kind == EventType.CHECKPOINT_CREATED:
+            self._line(f"checkpoint {data['commit_sha'][:10]} (iteration {data['iteration']})", "blue")
+        elif kind in (EventType.ERROR, EventType.WARNING):
+            self._line(f"{kind}: {data.get('message', '')}", "red" if kind == "error" else "yellow")
+        elif kind == EventType.RESUMED and data.get("interrupted_iterations"):
+            self._line(
+                f"resuming: iteration(s) {data['interrupted_iterations']} were interrupted",
+                "yellow",
+            )
+
+    def on_agent_event(self, iteration: int, event: AgentEvent) -> None:
+        if isinstance(event, TextChunk):
+            self.last = "agent writing"
+            if not self.quiet:
+                self.console.out(event.text, end="", highlight=False)
+                self._text_open = not event.text.endswith("\n")
+        elif isinstance(event, ToolCall):
+            self.last = f"tool {event.name}"
+            self._line(f"  → {event.name} {event.summary}".rstrip(), "dim")
+        elif isinstance(event, SessionStarted):
+            self.last = f"session {event.session_id[:8]}"
+        elif isinstance(event, ApiRetry):
+            self._line(f"  API retry {event.attempt}: {event.error or event.error_status}", "yellow")
+        elif isinstance(event, RateLimitSignal) and event.status != "allowed":
+            self._line(f"  usage limit: {event.status}", "yellow")
+        elif isinstance(event, PermissionDenied):
+            self._line(f"  permission denied: {event.tool_name}", "yellow")
+
+    def _line(self, message: str, style: str) -> None:
+        if self.quiet:
+            return
+        self._end_text()
+        self.console.print(Text(message, style), highlight=False)
+
+    def _end_text(self) -> None:
+        if self._text_open:
+            self.console.out("")
+            self._text_open = False
+
+
+def _iteration_line(data: dict[str, object]) -> str:
+    seconds = float(data.get("duration_ms") or 0) / 1000  # type: ignore[arg-type]
+    cost = data.get("cost_usd")
+    parts = [f"iteration {data['iteration']} {data['status']} in {seconds:.1f}s"]
+    if cost is not None:
+        parts.append(f"${float(cost):.4f}")  # type: ignore[arg-type]
+    if data.get("tokens"):
+        parts.append(f"{format_tokens(int(data['tokens']))} tokens")  # type: ignore[call-overload]
+    if data.get("completion_signal_found"):
+        parts.append("completion signal found")
+    if data.get("error"):
+        parts.append(f"error: {data['error']}")
+    return " · ".join(parts)
+
+
+def summary_table(loop: LoopRecord) -> Table:
+    """The final summary of a loop run."""
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    style = STATUS_STYLE.get(loop.status, "")
+    reason = f" ({loop.stop_reason})" if loop.stop_reason else ""
+    table.add_row("loop", loop.id)
+    table.add_row("status", Text(f"{loop.status}{reason}", style))
+    if loop.stop_detail:
+        table.add_row("detail", escape(loop.stop_detail))
+    max_iterations = loop.config.get("max_iterations")
+    table.add_row("iterations", f"{loop.iteration}/{max_iterations}")
+    table.add_row("cost", f"${loop.cost_usd:.4f} of ${loop.config.get('max_cost_usd')}")
+    tokens = loop.tokens_input + loop.tokens_output
+    table.add_row("tokens", f"{tokens} (in {loop.tokens_input}, out {loop.tokens_output})")
+    table.add_row("runtime", format_duration(loop.runtime_s))
+    table.add_row("workdir", loop.workdir)
+    if loop.status is not LoopStatus.COMPLETED:
+        table.add_row("next", f"ralphctl history {loop.id} · ralphctl resume {loop.id}")
+    return table

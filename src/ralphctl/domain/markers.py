@@ -1,0 +1,346 @@
+"""Completion and blocked markers: parse the configured signal, detect it in the agent's words.
+
+Strict by design (DESIGN.md §3; user guide: docs/completion.md). Only the agent's final
+assistant text is examined, and only a deliberate declaration counts:
+
+- tagged marker (``<promise>TEXT</promise>``): the last *valid* tag is the agent's final word.
+  A tag is invalid inside a fenced block or inline code, directly quoted, on a ``>`` quote
+  line, in a sentence with a negation or condition (``_NEGATION``), or on a line that echoes
+  the prompt. Text without a tag never matches.
+- plain marker (``RALPH_DONE``, ``<!-- WORKFLOW_COMPLETE -->``): only the last non-empty line.
+- blocked: ``BLOCKED: reason`` as a tag or as the last non-empty line; whichever of the
+  declarations comes last wins.
+
+Every scan is linear in the text (no regex can backtrack catastrophically, and each stretch
+between two tags is searched a bounded number of times), so a huge or hostile message costs
+about as much as reading it.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+_OPEN, _CLOSE = "<promise>", "</promise>"
+_TAG_TOKEN = re.compile(r"<(/?)promise>")
+_WHOLE_TAG = re.compile(r"<promise>(.*)</promise>", re.DOTALL)
+_COMMENT = re.compile(r"<!--(.*)-->", re.DOTALL)
+_BLOCKED = re.compile(r"(?:WORKFLOW_)?BLOCKED *:(.*)")
+_NEWLINE = re.compile(r"\r\n?")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$", re.MULTILINE)
+_BACKTICKS = re.compile(r"`+")
+_BLOCKQUOTE = re.compile(r"[ \t]*>")
+#: Sentence boundaries; the second pattern finds the last one in a range without a backward scan.
+_BOUNDARY = re.compile(r"[.!?:\n]")
+_LAST_BOUNDARY = re.compile(r"[.!?:\n](?=[^.!?:\n]*\Z)")
+#: Words that turn a tag into a statement about the future, a condition or a refusal.
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|cannot|until|unless|once|if|when|whenever|before|after\s+(?:I|we))\b"
+    r"|n['’]t\b",
+    re.IGNORECASE,
+)
+_QUOTES = frozenset("\"'`“”‘’«»„‹›")
+_NO_REASON = "no reason given"
+
+
+def normalise(text: str) -> str:
+    """Trim ``text`` and collapse every internal whitespace run to one space."""
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A parsed completion signal: ``tagged`` means the ``<promise>TEXT</promise>`` form."""
+
+    text: str
+    tagged: bool
+
+    def __post_init__(self) -> None:
+        if not self.text.strip():
+            raise ValueError("a completion marker cannot be empty")
+        if self.text != normalise(self.text):
+            raise ValueError(f"marker text must be whitespace-normalised: {self.text!r}")
+        if _TAG_TOKEN.search(self.text):
+            raise ValueError(f"a marker cannot contain a <promise> tag: {self.text!r}")
+        if _BLOCKED.fullmatch(self.text):
+            raise ValueError(f"a marker cannot be a BLOCKED: declaration: {self.text!r}")
+
+    @property
+    def signal(self) -> str:
+        """The exact line the agent should print to declare completion."""
+        return f"{_OPEN}{self.text}{_CLOSE}" if self.tagged else self.text
+
+
+def parse_marker(signal: str) -> Marker:
+    """Parse a configured marker: ``<promise>T</promise>``, ``<!-- T -->`` or a plain ``T``.
+
+    Raises ValueError for an empty marker: whether that means "disabled" is the caller's call.
+    """
+    stripped = signal.strip()
+    if tag := _WHOLE_TAG.fullmatch(stripped):
+        return Marker(normalise(tag.group(1)), tagged=True)
+    if comment := _COMMENT.fullmatch(stripped):
+        return Marker(normalise(comment.group(1)), tagged=False)
+    return Marker(normalise(stripped), tagged=False)
+
+
+def promise(text: str) -> Marker:
+    """The marker of ``--completion-promise TEXT``: always tagged (an already tagged TEXT too)."""
+    tag = _WHOLE_TAG.fullmatch(text.strip())
+    return Marker(normalise(tag.group(1) if tag else text), tagged=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """What the agent declared; ``evidence`` is the matched tag or line, for the record."""
+
+    completed: bool
+    blocked_reason: str | None
+    evidence: str | None
+
+
+_NOTHING = Detection(completed=False, blocked_reason=None, evidence=None)
+
+
+def detect(final_text: str, marker: Marker, *, prompt: str | None = None) -> Detection:
+    """Decide whether the agent's final text declares completion, or that it is blocked.
+
+    ``prompt``, when given, lets lines that merely echo our instructions be ignored.
+    """
+    text = _NEWLINE.sub("\n", final_text)
+    last = _last_line(text)
+    if last is None:
+        return _NOTHING
+    echoes = _echo_lines(prompt)
+    reading = _Reading(text, echoes, marker.signal)
+    start, line = last
+    if not reading.in_fence(start):
+        declared = _line_declaration(line, None if marker.tagged else marker, tags=False)
+        # A completion line has one spelling, so the prompt may show it verbatim; a blocked
+        # line carries a reason, so a verbatim copy of a prompt line is the template echoed.
+        if declared and not (declared.blocked_reason and normalise(line) in echoes):
+            return declared
+    tag = reading.last_valid_tag()
+    return _NOTHING if tag is None else _tag_declaration(text, tag, marker)
+
+
+def detect_in_tracker(body: str, marker: Marker) -> Detection:
+    """Tracker mode: only the body's last non-empty line counts, in any marker form.
+
+    A template that mentions the marker in its instructions therefore cannot end the loop.
+    """
+    text = _NEWLINE.sub("\n", body)
+    last = _last_line(text)
+    if last is None or _Fences(text).contain(last[0]):
+        return _NOTHING
+    return _line_declaration(last[1], marker, tags=True) or _NOTHING
+
+
+def _last_line(text: str) -> tuple[int, str] | None:
+    """Offset and stripped content of the last non-empty line, or None for a blank text."""
+    body = text.rstrip()
+    if not body:
+        return None
+    start = body.rfind("\n") + 1
+    return start, body[start:].strip()
+
+
+def _echo_lines(prompt: str | None) -> frozenset[str]:
+    if not prompt:
+        return frozenset()
+    lines = _NEWLINE.sub("\n", prompt).split("\n")
+    return frozenset(filter(None, map(normalise, lines)))
+
+
+def _blocked(content: str) -> str | None:
+    """The reason of a normalised ``BLOCKED: reason`` declaration, else None."""
+    match = _BLOCKED.fullmatch(content)
+    if match is None:
+        return None
+    return match.group(1).strip() or _NO_REASON
+
+
+def _line_declaration(line: str, marker: Marker | None, *, tags: bool) -> Detection | None:
+    """Read a stripped last line: ``X``, ``<!-- X -->`` (and ``<promise>X</promise>`` if tags)."""
+    wrapped = _COMMENT.fullmatch(line) or (_WHOLE_TAG.fullmatch(line) if tags else None)
+    content = normalise(wrapped.group(1) if wrapped else line)
+    if wrapped and _TAG_TOKEN.search(content):
+        return None
+    if (reason := _blocked(content)) is not None:
+        return Detection(completed=False, blocked_reason=reason, evidence=line)
+    if marker is not None and content == marker.text:
+        return Detection(completed=True, blocked_reason=None, evidence=line)
+    return None
+
+
+def _tag_declaration(text: str, tag: tuple[int, int], marker: Marker) -> Detection:
+    start, end = tag
+    content = normalise(text[start + len(_OPEN) : end - len(_CLOSE)])
+    evidence = text[start:end]
+    if (reason := _blocked(content)) is not None:
+        return Detection(completed=False, blocked_reason=reason, evidence=evidence)
+    if marker.tagged and content == marker.text:
+        return Detection(completed=True, blocked_reason=None, evidence=evidence)
+    return _NOTHING
+
+
+def _find_tags(text: str) -> list[tuple[int, int]]:
+    """Spans of ``<promise>…</promise>``; a close pairs with the nearest unpaired open."""
+    tags: list[tuple[int, int]] = []
+    opened = -1
+    for token in _TAG_TOKEN.finditer(text):
+        if not token.group(1):
+            opened = token.start()
+        elif opened >= 0:
+            tags.append((opened, token.end()))
+            opened = -1
+    return tags
+
+
+def _mask(text: str, tags: list[tuple[int, int]]) -> str:
+    """``text`` with each tag blanked (newlines kept), so prose scans never see tag contents."""
+    parts: list[str] = []
+    position = 0
+    for start, end in tags:
+        parts.append(text[position:start])
+        parts.append("\n".join(" " * len(piece) for piece in text[start:end].split("\n")))
+        position = end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _negated_sentences(masked: str, tags: list[tuple[int, int]]) -> list[bool]:
+    """Per tag: does its sentence hold a negation or condition word (other tags blanked)?
+
+    A forward pass looks before each tag, a backward pass after it; each gap between two tags
+    is scanned a bounded number of times, so the whole is linear.
+    """
+    before: list[bool] = []
+    negated, low = False, 0
+    for start, end in tags:
+        if cut := _LAST_BOUNDARY.search(masked, low, start):
+            negated, low = False, cut.end()
+        negated = negated or _NEGATION.search(masked, low, start) is not None
+        before.append(negated)
+        low = end
+    result = before[:]
+    negated, high = False, len(masked)
+    for index in range(len(tags) - 1, -1, -1):
+        start, end = tags[index]
+        if cut := _BOUNDARY.search(masked, end, high):
+            negated, high = False, cut.start()
+        negated = negated or _NEGATION.search(masked, end, high) is not None
+        result[index] = before[index] or negated
+        high = start
+    return result
+
+
+def _line_starts(text: str, tags: list[tuple[int, int]]) -> list[int]:
+    """Per tag, the offset of the line it starts on (linear: each range is searched once)."""
+    starts: list[int] = []
+    line_start, low = 0, 0
+    for start, _ in tags:
+        newline = text.rfind("\n", low, start)
+        if newline >= 0:
+            line_start = newline + 1
+        starts.append(line_start)
+        low = start
+    return starts
+
+
+class _Fences:
+    """Fenced code blocks (``` or ~~~, any indent); an unclosed fence runs to the end."""
+
+    __slots__ = ("_ends", "_starts")
+
+    def __init__(self, text: str) -> None:
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        if "```" not in text and "~~~" not in text:
+            return
+        opening = ""
+        for line in _FENCE.finditer(text):
+            fence, rest = line.group(1), line.group(2)
+            if not opening:
+                if not (fence[0] == "`" and "`" in rest):
+                    opening = fence
+                    self._starts.append(line.start())
+            elif fence[0] == opening[0] and len(fence) >= len(opening) and not rest.strip():
+                opening = ""
+                self._ends.append(line.end())
+        if opening:
+            self._ends.append(len(text))
+
+    def contain(self, position: int) -> bool:
+        index = bisect_right(self._starts, position) - 1
+        return index >= 0 and position < self._ends[index]
+
+
+def _code_spans(line: str, offset: int) -> list[tuple[int, int]]:
+    """Inline code spans of one line: a backtick run closed by the next run of equal length."""
+    runs = [(run.start(), run.end()) for run in _BACKTICKS.finditer(line)]
+    closer = [-1] * len(runs)
+    seen: dict[int, int] = {}
+    for index in range(len(runs) - 1, -1, -1):
+        length = runs[index][1] - runs[index][0]
+        closer[index] = seen.get(length, -1)
+        seen[length] = index
+    spans: list[tuple[int, int]] = []
+    index = 0
+    while index < len(runs):
+        close = closer[index]
+        if close < 0:
+            index += 1
+        else:
+            spans.append((offset + runs[index][0], offset + runs[close][1]))
+            index = close + 1
+    return spans
+
+
+class _Reading:
+    """One final text scanned once, so that judging every tag stays linear overall."""
+
+    __slots__ = ("_echoes", "_exempt", "_fences", "_lines", "_masked", "tags", "text")
+
+    def __init__(self, text: str, echoes: frozenset[str], exempt: str) -> None:
+        self.text = text
+        self.tags = _find_tags(text)
+        self._masked = _mask(text, self.tags) if self.tags else text
+        self._fences = _Fences(self._masked)
+        self._echoes = echoes
+        self._exempt = exempt
+        self._lines: dict[int, tuple[bool, list[tuple[int, int]]]] = {}
+
+    def in_fence(self, position: int) -> bool:
+        return self._fences.contain(position)
+
+    def last_valid_tag(self) -> tuple[int, int] | None:
+        """The last tag that is not code, quoted, negated or conditional, nor an echo."""
+        negated = _negated_sentences(self._masked, self.tags)
+        line_starts = _line_starts(self.text, self.tags)
+        for index in range(len(self.tags) - 1, -1, -1):
+            start, end = self.tags[index]
+            if negated[index] or self.in_fence(start) or self._quoted(start, end):
+                continue
+            ignored_line, spans = self._line(line_starts[index])
+            span = bisect_right(spans, (start, len(self.text))) - 1
+            if not ignored_line and not (span >= 0 and start < spans[span][1]):
+                return start, end
+        return None
+
+    def _quoted(self, start: int, end: int) -> bool:
+        before = self.text[start - 1] if start else ""
+        after = self.text[end] if end < len(self.text) else ""
+        return before in _QUOTES or after in _QUOTES
+
+    def _line(self, start: int) -> tuple[bool, list[tuple[int, int]]]:
+        """Whether a line is ignored (``>`` quote or prompt echo), and its code spans. Cached."""
+        if start not in self._lines:
+            end = self.text.find("\n", start)
+            end = len(self.text) if end < 0 else end
+            line = normalise(self.text[start:end])
+            echoed = line in self._echoes and line != self._exempt
+            quoted = _BLOCKQUOTE.match(self.text, start) is not None
+            self._lines[start] = (echoed or quoted, _code_spans(self._masked[start:end], start))
+        return self._lines[start]

@@ -1,0 +1,73 @@
+"""Plain data the brain reasons about: what one agent run produced, and loop totals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens of one agent run (or a sum of runs)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def total(self) -> int:
+        """Input plus output: what the ``max_tokens`` budget counts."""
+        return self.input + self.output
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionDenial:
+    """A tool call the agent CLI refused because of its permission mode."""
+
+    tool_name: str
+    tool_use_id: str = ""
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitInfo:
+    """A usage-limit signal from the agent (``status`` is allowed, allowed_warning or rejected)."""
+
+    status: str
+    resets_at: float | None = None
+    limit_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IterationResult:
+    """The normalised outcome of one agent run, whatever the agent.
+
+    ``final_text`` is the agent's final assistant text only: tool results and the prompt never
+    reach it, so markers are looked for nowhere else.
+    """
+
+    final_text: str = ""
+    is_error: bool = False
+    error_message: str | None = None
+    exit_code: int | None = None
+    duration_ms: int = 0
+    tokens: TokenUsage = field(default_factory=TokenUsage)
+    cost_usd: float | None = None
+    session_id: str | None = None
+    num_turns: int | None = None
+    api_error_status: int | None = None
+    permission_denials: tuple[PermissionDenial, ...] = ()
+    rate_limit: RateLimitInfo | None = None
+    stderr_tail: str = ""
+    timed_out: bool = False
+    interrupted: bool = False
+    unparsed_lines: int = 0
+    agent_version: str | None = None

@@ -1,0 +1,117 @@
+"""Loop states, the legal transitions between them, and why a loop stopped."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class LoopStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    PAUSED = "paused"
+    RATE_LIMITED = "rate_limited"
+    COMPLETED = "completed"
+    BLOCKED = "blocked"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+    @property
+    def is_active(self) -> bool:
+        """True while the loop still has work scheduled (it may be waiting)."""
+        return self in _ACTIVE
+
+
+_ACTIVE = frozenset(
+    {LoopStatus.PENDING, LoopStatus.RUNNING, LoopStatus.PAUSED, LoopStatus.RATE_LIMITED}
+)
+
+#: Every legal move. Ended loops other than ``completed`` may be resumed (with new budgets).
+TRANSITIONS: dict[LoopStatus, frozenset[LoopStatus]] = {
+    LoopStatus.PENDING: frozenset({LoopStatus.RUNNING, LoopStatus.STOPPED}),
+    LoopStatus.RUNNING: frozenset(
+        {
+            LoopStatus.PAUSED,
+            LoopStatus.RATE_LIMITED,
+            LoopStatus.COMPLETED,
+            LoopStatus.BLOCKED,
+            LoopStatus.STOPPED,
+            LoopStatus.FAILED,
+        }
+    ),
+    LoopStatus.PAUSED: frozenset({LoopStatus.RUNNING, LoopStatus.STOPPED}),
+    LoopStatus.RATE_LIMITED: frozenset(
+        {LoopStatus.RUNNING, LoopStatus.PAUSED, LoopStatus.STOPPED}
+    ),
+    LoopStatus.COMPLETED: frozenset(),
+    LoopStatus.BLOCKED: frozenset({LoopStatus.RUNNING}),
+    LoopStatus.STOPPED: frozenset({LoopStatus.RUNNING}),
+    LoopStatus.FAILED: frozenset({LoopStatus.RUNNING}),
+}
+
+
+class IllegalTransition(ValueError):
+    """A state change that the loop state machine does not allow."""
+
+    def __init__(self, current: LoopStatus, target: LoopStatus) -> None:
+        allowed = ", ".join(sorted(TRANSITIONS[current])) or "none (it has ended)"
+        super().__init__(f"cannot go from {current} to {target}; allowed from {current}: {allowed}")
+        self.current = current
+        self.target = target
+
+
+def transition(current: LoopStatus, target: LoopStatus) -> LoopStatus:
+    """Return ``target`` if ``current -> target`` is legal, else raise IllegalTransition."""
+    if target not in TRANSITIONS[current]:
+        raise IllegalTransition(current, target)
+    return target
+
+
+class StopReason(StrEnum):
+    COMPLETION = "completion"
+    BLOCKED = "blocked"
+    MAX_ITERATIONS = "max_iterations"
+    MAX_RUNTIME = "max_runtime"
+    MAX_COST = "max_cost"
+    MAX_TOKENS = "max_tokens"
+    CIRCUIT_BREAKER = "circuit_breaker"
+    USER_STOP = "user_stop"
+    INTERRUPTED = "interrupted"
+    AGENT_UNAVAILABLE = "agent_unavailable"
+
+    @property
+    def status(self) -> LoopStatus:
+        """The status a loop ends in for this reason."""
+        return _STATUS_OF.get(self, LoopStatus.STOPPED)
+
+    @property
+    def exit_code(self) -> int:
+        """The process exit code of ``ralphctl run`` for this reason."""
+        return _EXIT_CODE_OF[self]
+
+
+_STATUS_OF = {
+    StopReason.COMPLETION: LoopStatus.COMPLETED,
+    StopReason.BLOCKED: LoopStatus.BLOCKED,
+    StopReason.CIRCUIT_BREAKER: LoopStatus.FAILED,
+    StopReason.AGENT_UNAVAILABLE: LoopStatus.FAILED,
+}
+
+EXIT_COMPLETED = 0
+EXIT_LIMIT = 1
+EXIT_USAGE = 2
+EXIT_FAILED = 3
+EXIT_BLOCKED = 4
+EXIT_INTERRUPTED = 130
+
+_EXIT_CODE_OF = {
+    StopReason.COMPLETION: EXIT_COMPLETED,
+    StopReason.BLOCKED: EXIT_BLOCKED,
+    StopReason.MAX_ITERATIONS: EXIT_LIMIT,
+    StopReason.MAX_RUNTIME: EXIT_LIMIT,
+    StopReason.MAX_COST: EXIT_LIMIT,
+    StopReason.MAX_TOKENS: EXIT_LIMIT,
+    StopReason.CIRCUIT_BREAKER: EXIT_FAILED,
+    StopReason.AGENT_UNAVAILABLE: EXIT_FAILED,
+    StopReason.USER_STOP: EXIT_INTERRUPTED,
+    StopReason.INTERRUPTED: EXIT_INTERRUPTED,
+}

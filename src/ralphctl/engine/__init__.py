@@ -1,0 +1,1 @@
+"""The body of fresh-context loops: wires agents, store and brain together."""

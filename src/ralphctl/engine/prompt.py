@@ -1,0 +1,91 @@
+"""The prompt pipeline: the task plus the loop context an agent with a fresh context needs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ralphctl.domain.conditions import Remaining
+from ralphctl.domain.markers import Marker
+
+HISTORY_SHOWN = 5
+SUMMARY_CHARS = 160
+ERROR_CHARS = 1200
+
+
+@dataclass(frozen=True, slots=True)
+class PastIteration:
+    n: int
+    status: str
+    duration_s: float
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromptContext:
+    task: str
+    iteration: int
+    max_iterations: int | None
+    remaining: Remaining
+    marker: Marker
+    history: Sequence[PastIteration] = ()
+    last_error: str | None = None
+
+
+def build_prompt(ctx: PromptContext) -> str:
+    """Render one iteration's prompt. Deterministic: the same context gives the same text."""
+    of_n = f" of at most {ctx.max_iterations}" if ctx.max_iterations else ""
+    parts = [
+        ctx.task.strip(),
+        "",
+        "---",
+        "## Loop context (from ralphctl)",
+        f"This is iteration {ctx.iteration}{of_n} of an autonomous loop. Every iteration starts",
+        "with a fresh context: the files and the git history of the work tree are your memory,",
+        "so read them first and leave them in a state the next iteration can build on.",
+        f"Budget left: {_budget_left(ctx.remaining)}.",
+    ]
+    if ctx.history:
+        parts += ["", "Previous iterations (most recent last):"]
+        parts += [_history_line(past) for past in ctx.history[-HISTORY_SHOWN:]]
+    if ctx.last_error:
+        parts += ["", "The previous iteration failed with:", _clip(ctx.last_error, ERROR_CHARS)]
+    parts += ["", *_marker_instructions(ctx.marker)]
+    return "\n".join(parts) + "\n"
+
+
+def _budget_left(left: Remaining) -> str:
+    items = []
+    if left.iterations is not None:
+        items.append(f"{left.iterations} iterations")
+    if left.runtime_s is not None:
+        items.append(f"{left.runtime_s / 60:.0f} min")
+    if left.cost_usd is not None:
+        items.append(f"${left.cost_usd:.2f}")
+    if left.tokens is not None:
+        items.append(f"{left.tokens} tokens")
+    return ", ".join(items) or "unlimited"
+
+
+def _history_line(past: PastIteration) -> str:
+    summary = _clip(" ".join(past.summary.split()), SUMMARY_CHARS) or "(no text)"
+    return f"- #{past.n} {past.status}, {past.duration_s:.0f}s: {summary}"
+
+
+def _marker_instructions(marker: Marker) -> list[str]:
+    if marker.tagged:
+        done = f"<promise>{marker.text}</promise>"
+        blocked = "<promise>BLOCKED: <the reason></promise>"
+    else:
+        done = marker.text
+        blocked = "BLOCKED: <the reason>"
+    return [
+        f"When the whole task is done and verified, end your reply with the line `{done}`.",
+        f"If you cannot continue without a human, end your reply with the line `{blocked}`.",
+        "Never write either line in any other case: it ends the loop.",
+    ]
+
+
+def _clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"

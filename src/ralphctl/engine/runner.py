@@ -1,0 +1,442 @@
+"""The fresh-context loop: prompt, run the agent, record, ask the brain, cool down, repeat.
+
+Everything needed to continue is committed to the store before the next iteration starts, so
+a crash at any moment loses at most the running iteration (marked interrupted on resume).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from ralphctl.agents.base import AgentAdapter, AgentRequest, AgentUnavailable
+from ralphctl.agents.events import AgentEvent
+from ralphctl.agents.process import run_agent
+from ralphctl.domain.conditions import (
+    Action,
+    Decision,
+    ExternalSignal,
+    Totals,
+    evaluate,
+    remaining,
+)
+from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.events import EventType
+from ralphctl.domain.markers import Detection, detect
+from ralphctl.domain.model import IterationResult
+from ralphctl.domain.states import LoopStatus, StopReason, transition
+from ralphctl.engine.checkpoint import create_checkpoint, is_git_work_tree
+from ralphctl.engine.prompt import PastIteration, PromptContext, build_prompt
+from ralphctl.engine.sentinels import read_sentinel
+from ralphctl.engine.statefile import check_state_file, render_state, write_state
+from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
+from ralphctl.store.repository import Store
+
+SUMMARY_CHARS = 200
+MIN_ITERATION_TIMEOUT_S = 1.0
+
+
+class LoopObserver(Protocol):
+    """Receives what a running loop does, for a terminal UI or a server."""
+
+    def on_event(self, event: EventRecord) -> None: ...
+
+    def on_agent_event(self, iteration: int, event: AgentEvent) -> None: ...
+
+
+@dataclass
+class RunControl:
+    """Set ``interrupt`` to stop after killing the running agent; ``force`` to kill at once."""
+
+    interrupt: asyncio.Event = field(default_factory=asyncio.Event)
+    force: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class LoopRunner:
+    """Runs one loop to its end (or until interrupted), persisting as it goes."""
+
+    def __init__(
+        self,
+        store: Store,
+        adapter: AgentAdapter,
+        loop: LoopRecord,
+        config: LoopConfig,
+        *,
+        observer: LoopObserver | None = None,
+        control: RunControl | None = None,
+        external: Callable[[], ExternalSignal | None] | None = None,
+    ) -> None:
+        self.store = store
+        self.adapter = adapter
+        self.loop = loop
+        self.config = config
+        self.observer = observer
+        self.control = control or RunControl()
+        self.workdir = Path(loop.workdir)
+        self.external = external or (lambda: read_sentinel(self.workdir))
+        self._history: list[IterationRecord] = []
+        self._checkpoints = config.checkpoint_interval > 0
+        self._runtime_base = loop.runtime_s
+        self._segment_start = time.monotonic()
+
+    async def run(self) -> LoopRecord:
+        """Run until a stop condition, a pause or an interrupt; return the final record."""
+        await self._begin()
+        while True:
+            decision = evaluate(self._totals(), self.config.budgets)
+            if decision.action is not Action.CONTINUE:
+                return await self._end(decision)
+            try:
+                result, detection = await self._iteration(self.loop.iteration + 1)
+            except AgentUnavailable as exc:
+                return await self._end(Decision(Action.STOP, StopReason.AGENT_UNAVAILABLE, str(exc)))
+            if result.interrupted or self.control.interrupt.is_set():
+                return await self._end(Decision(Action.STOP, StopReason.INTERRUPTED, "interrupted"))
+            decision = evaluate(
+                self._totals(),
+                self.config.budgets,
+                completed=detection.completed,
+                blocked_reason=detection.blocked_reason,
+                external=self.external(),
+            )
+            if decision.action is not Action.CONTINUE:
+                return await self._end(decision)
+            if await self._cooldown():
+                return await self._end(Decision(Action.STOP, StopReason.INTERRUPTED, "interrupted"))
+
+    # -- one iteration -------------------------------------------------------------------
+
+    async def _iteration(self, n: int) -> tuple[IterationResult, Detection]:
+        prompt = self._prompt(n)
+        started = IterationRecord(loop_id=self.loop.id, n=n, started_at=_now())
+        self.store.begin_iteration(started)
+        self._publish(EventType.ITERATION_STARTED, {"iteration": n})
+        request = AgentRequest(
+            prompt=prompt,
+            workdir=self.workdir,
+            iteration=n,
+            session_id=str(uuid.uuid4()),
+            extra_args=tuple(self.config.agent_args),
+            permission_mode=self.config.permission_mode,
+            remaining_cost_usd=remaining(self._totals(), self.config.budgets).cost_usd,
+        )
+        try:
+            command = self.adapter.build_command(request)
+            command = replace(
+                command,
+                env={**command.env, "RALPHCTL_ITERATION": str(n), "RALPHCTL_LOOP_ID": self.loop.id},
+            )
+            result = await run_agent(
+                command,
+                self.adapter.new_parser(),
+                cwd=self.workdir,
+                timeout=self._iteration_timeout(),
+                on_event=lambda event: self._agent_event(n, event),
+                interrupt=self.control.interrupt,
+                force=self.control.force,
+            )
+        except AgentUnavailable as exc:
+            self._record(started, IterationResult(is_error=True, error_message=str(exc)), None)
+            raise
+        detection = (
+            detect(result.final_text, self.config.marker, prompt=prompt)
+            if not result.is_error
+            else Detection(completed=False, blocked_reason=None, evidence=None)
+        )
+        self._record(started, result, detection)
+        interval = self.config.checkpoint_interval
+        if self._checkpoints and n % interval == 0 and not result.interrupted:
+            await self._checkpoint(n)
+        return result, detection
+
+    async def _checkpoint(self, n: int) -> None:
+        outcome = await create_checkpoint(self.workdir, n)
+        if outcome.sha:
+            self.store.add_checkpoint(self.loop.id, n, outcome.sha, self._summary())
+            self._publish(EventType.CHECKPOINT_CREATED, {"iteration": n, "commit_sha": outcome.sha})
+        elif outcome.error:
+            self.store.add_error(self.loop.id, n, "checkpoint", outcome.error, {})
+            self._publish(EventType.ERROR, {"iteration": n, "message": outcome.error})
+
+    def _record(
+        self, started: IterationRecord, result: IterationResult, detection: Detection | None
+    ) -> None:
+        status = _iteration_status(result)
+        done = replace(
+            started,
+            status=status,
+            completed_at=_now(),
+            duration_ms=result.duration_ms,
+            tokens_input=result.tokens.input,
+            tokens_output=result.tokens.output,
+            tokens_cache_read=result.tokens.cache_read,
+            tokens_cache_write=result.tokens.cache_write,
+            cost_usd=result.cost_usd,
+            cost_source=None if result.cost_usd is None else "reported",
+            exit_code=result.exit_code,
+            completion_signal_found=bool(detection and detection.completed),
+            blocked_reason=detection.blocked_reason if detection else None,
+            error_message=result.error_message if result.is_error else None,
+            output_summary=_summary(result),
+            agent_session_id=result.session_id,
+            num_turns=result.num_turns,
+            permission_denials=[
+                {"tool_name": d.tool_name, "tool_use_id": d.tool_use_id, "detail": d.detail}
+                for d in result.permission_denials
+            ],
+        )
+        self.loop = replace(
+            self.loop,
+            iteration=started.n,
+            cost_usd=self.loop.cost_usd + (result.cost_usd or 0.0),
+            tokens_input=self.loop.tokens_input + result.tokens.input,
+            tokens_output=self.loop.tokens_output + result.tokens.output,
+            tokens_cache_read=self.loop.tokens_cache_read + result.tokens.cache_read,
+            tokens_cache_write=self.loop.tokens_cache_write + result.tokens.cache_write,
+            consecutive_errors=(
+                self.loop.consecutive_errors + 1 if status in ("error", "timeout") else 0
+            ),
+            runtime_s=self._runtime(),
+            agent_session_id=result.session_id or self.loop.agent_session_id,
+        )
+        self.store.complete_iteration(done, self.loop)
+        self._history.append(done)
+        self._publish_iteration(done, result)
+        self._write_state()
+
+    def _publish_iteration(self, done: IterationRecord, result: IterationResult) -> None:
+        n = done.n
+        self._publish(
+            EventType.ITERATION_COMPLETED,
+            {
+                "iteration": n,
+                "status": done.status,
+                "duration_ms": done.duration_ms,
+                "cost_usd": done.cost_usd,
+                "tokens": result.tokens.total,
+                "completion_signal_found": done.completion_signal_found,
+                "blocked_reason": done.blocked_reason,
+                "error": done.error_message,
+                "permission_denials": len(done.permission_denials),
+            },
+        )
+        if result.tokens.total:
+            self._publish(
+                EventType.TOKENS_USED,
+                {
+                    "iteration": n,
+                    "input": result.tokens.input,
+                    "output": result.tokens.output,
+                    "cache_read": result.tokens.cache_read,
+                    "cache_write": result.tokens.cache_write,
+                    "total": self.loop.tokens_input + self.loop.tokens_output,
+                },
+            )
+        if result.cost_usd:
+            self._publish(
+                EventType.COST_INCURRED,
+                {"iteration": n, "cost_usd": result.cost_usd, "total_usd": self.loop.cost_usd},
+            )
+        if done.completion_signal_found:
+            self._publish(EventType.COMPLETION_SIGNAL_DETECTED, {"iteration": n})
+        if done.status in ("error", "timeout"):
+            message = done.error_message or "the agent run failed"
+            context = {
+                "exit_code": result.exit_code,
+                "api_error_status": result.api_error_status,
+                "stderr_tail": result.stderr_tail[-4000:],
+                "output_tail": result.final_text[-2000:],
+                "unparsed_lines": result.unparsed_lines,
+                "timed_out": result.timed_out,
+            }
+            self.store.add_error(self.loop.id, n, _error_type(result), message, context)
+            self._publish(EventType.ERROR, {"iteration": n, "message": message})
+        if result.permission_denials:
+            tools = sorted({d.tool_name for d in result.permission_denials})
+            self._publish(
+                EventType.WARNING,
+                {
+                    "iteration": n,
+                    "message": f"permission denied for {', '.join(tools)}: the agent could not "
+                    f"use them in permission mode {self.config.permission_mode!r}",
+                },
+            )
+
+    # -- loop lifecycle ------------------------------------------------------------------
+
+    async def _begin(self) -> None:
+        leftovers = self.store.interrupt_running_iterations(self.loop.id)
+        resumed = self.loop.started_at is not None
+        if self.loop.status is not LoopStatus.RUNNING:
+            transition(self.loop.status, LoopStatus.RUNNING)
+        self.loop = replace(
+            self.loop,
+            status=LoopStatus.RUNNING,
+            stop_reason=None,
+            stop_detail=None,
+            ended_at=None,
+            iteration=max([self.loop.iteration, *leftovers]),
+            started_at=self.loop.started_at or _now(),
+            runner_pid=os.getpid(),
+            runner_host=socket.gethostname(),
+        )
+        self.loop = self.store.save_loop(self.loop)
+        self._history = self.store.iterations(self.loop.id)
+        data: dict[str, Any] = {"iteration": self.loop.iteration, "config": self.config.to_json()}
+        if leftovers:
+            data["interrupted_iterations"] = leftovers
+        self._publish(EventType.RESUMED if resumed else EventType.STARTED, data)
+        problem = check_state_file(self.workdir)
+        if problem:
+            self._publish(EventType.WARNING, {"message": problem})
+        self._write_state()
+        if self.config.checkpoint_interval and not await is_git_work_tree(self.workdir):
+            self._checkpoints = False
+            self._publish(
+                EventType.WARNING,
+                {"message": f"{self.workdir} is not a git work tree: checkpoints are off"},
+            )
+
+    async def _end(self, decision: Decision) -> LoopRecord:
+        if decision.action is Action.PAUSE:
+            status, reason = LoopStatus.PAUSED, None
+        else:
+            assert decision.reason is not None
+            status, reason = decision.reason.status, decision.reason
+        transition(self.loop.status, status)
+        if self._checkpoints and self.loop.iteration:
+            await self._checkpoint(self.loop.iteration)
+        self.loop = self.store.save_loop(
+            replace(
+                self.loop,
+                status=status,
+                stop_reason=reason,
+                stop_detail=decision.detail,
+                ended_at=None if status is LoopStatus.PAUSED else _now(),
+                runtime_s=self._runtime(),
+                runner_pid=None,
+            )
+        )
+        self._publish(
+            EventType.STATE_CHANGED,
+            {"status": str(status), "reason": reason and str(reason), "detail": decision.detail},
+        )
+        self._publish(_END_EVENT[status], {"reason": reason and str(reason), **self._summary()})
+        self._write_state()
+        return self.loop
+
+    async def _cooldown(self) -> bool:
+        """Wait out the cooldown; True if interrupted meanwhile."""
+        if self.config.cooldown <= 0:
+            return self.control.interrupt.is_set()
+        try:
+            await asyncio.wait_for(self.control.interrupt.wait(), self.config.cooldown)
+        except TimeoutError:
+            return False
+        return True
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _prompt(self, n: int) -> str:
+        last = self._history[-1] if self._history else None
+        return build_prompt(
+            PromptContext(
+                task=self.loop.task,
+                iteration=n,
+                max_iterations=self.config.max_iterations,
+                remaining=remaining(self._totals(), self.config.budgets),
+                marker=self.config.marker,
+                history=[
+                    PastIteration(it.n, it.status, (it.duration_ms or 0) / 1000, it.output_summary)
+                    for it in self._history
+                ],
+                last_error=last.error_message if last and last.status != "ok" else None,
+            )
+        )
+
+    def _totals(self) -> Totals:
+        return Totals(
+            iterations=self.loop.iteration,
+            runtime_s=self._runtime(),
+            cost_usd=self.loop.cost_usd,
+            tokens=self.loop.tokens_input + self.loop.tokens_output,
+            consecutive_errors=self.loop.consecutive_errors,
+        )
+
+    def _runtime(self) -> float:
+        return self._runtime_base + (time.monotonic() - self._segment_start)
+
+    def _iteration_timeout(self) -> float:
+        left = remaining(self._totals(), self.config.budgets).runtime_s
+        timeout = self.config.iteration_timeout
+        return max(MIN_ITERATION_TIMEOUT_S, timeout if left is None else min(timeout, left))
+
+    def _summary(self) -> dict[str, Any]:
+        return {
+            "iteration": self.loop.iteration,
+            "cost_usd": self.loop.cost_usd,
+            "tokens": self.loop.tokens_input + self.loop.tokens_output,
+            "runtime_s": round(self.loop.runtime_s, 3),
+        }
+
+    def _publish(self, event_type: EventType, data: dict[str, Any]) -> None:
+        record = self.store.append_event(self.loop.id, str(event_type), data)
+        if self.observer:
+            self.observer.on_event(record)
+
+    def _agent_event(self, n: int, event: AgentEvent) -> None:
+        if self.observer:
+            self.observer.on_agent_event(n, event)
+
+    def _write_state(self) -> None:
+        try:
+            write_state(self.workdir, render_state(self.loop, self._history))
+        except OSError as exc:
+            self._publish(
+                EventType.WARNING,
+                {"message": f"cannot write .ralph/state.json: {exc.strerror or exc}"},
+            )
+
+
+_END_EVENT = {
+    LoopStatus.COMPLETED: EventType.COMPLETED,
+    LoopStatus.BLOCKED: EventType.BLOCKED,
+    LoopStatus.STOPPED: EventType.STOPPED,
+    LoopStatus.FAILED: EventType.FAILED,
+    LoopStatus.PAUSED: EventType.PAUSED,
+}
+
+
+def _iteration_status(result: IterationResult) -> str:
+    if result.interrupted:
+        return "interrupted"
+    if result.timed_out:
+        return "timeout"
+    return "error" if result.is_error else "ok"
+
+
+def _error_type(result: IterationResult) -> str:
+    if result.timed_out:
+        return "timeout"
+    if result.api_error_status:
+        return f"api_error_{result.api_error_status}"
+    if result.exit_code not in (0, None):
+        return "agent_exit"
+    return "agent_error"
+
+
+def _summary(result: IterationResult) -> str:
+    text = " ".join(result.final_text.split()) or (result.error_message or "")
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

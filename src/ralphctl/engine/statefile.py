@@ -1,0 +1,91 @@
+"""The human-readable loop state in the work dir: ``.ralph/state.json``, written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ralphctl.store.records import IterationRecord, LoopRecord
+
+STATE_VERSION = 1
+RALPH_DIR = ".ralph"
+
+
+def ralph_dir(workdir: Path) -> Path:
+    """``<workdir>/.ralph``, created with a ``.gitignore`` so git never tracks it."""
+    path = workdir / RALPH_DIR
+    path.mkdir(parents=True, exist_ok=True)
+    ignore = path / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# written by ralphctl: loop state is not part of your project\n*\n")
+    return path
+
+
+def state_path(workdir: Path) -> Path:
+    return workdir / RALPH_DIR / "state.json"
+
+
+def check_state_file(workdir: Path) -> str | None:
+    """Return a problem description if an existing state file is unreadable or corrupt."""
+    path = state_path(workdir)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        return f"{path} is corrupt ({exc}); it will be rebuilt from the database"
+    if not isinstance(data, dict) or data.get("version") != STATE_VERSION:
+        return f"{path} has an unknown format; it will be rebuilt from the database"
+    return None
+
+
+def render_state(loop: LoopRecord, iterations: Sequence[IterationRecord]) -> dict[str, Any]:
+    """The seed's state document, built from the database records (the source of truth)."""
+    return {
+        "version": STATE_VERSION,
+        "loopId": loop.id,
+        "task": loop.task,
+        "startedAt": _iso(loop.started_at or loop.created_at),
+        "iteration": loop.iteration,
+        "maxIterations": loop.config.get("max_iterations"),
+        "status": str(loop.status),
+        "stopReason": None if loop.stop_reason is None else str(loop.stop_reason),
+        "costUsd": round(loop.cost_usd, 6),
+        "history": [
+            {
+                "iteration": it.n,
+                "startedAt": _iso(it.started_at),
+                "completedAt": _iso(it.completed_at),
+                "status": it.status,
+                "outputSummary": it.output_summary,
+                "markerFound": it.completion_signal_found,
+            }
+            for it in iterations
+        ],
+    }
+
+
+def write_state(workdir: Path, document: dict[str, Any]) -> None:
+    """Write atomically: a temp file in the same directory, fsync, then rename over."""
+    target = state_path(workdir)
+    directory = ralph_dir(workdir)
+    fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()

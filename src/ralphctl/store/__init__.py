@@ -1,0 +1,1 @@
+"""The memory: one database (SQLite by default, PostgreSQL by URL) behind ``Store``."""

@@ -1,0 +1,104 @@
+"""Plain records the store reads and writes; the engine and the faces never see ORM objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ralphctl.domain.states import LoopStatus, StopReason
+
+
+@dataclass(frozen=True, slots=True)
+class LoopRecord:
+    """One loop with its budgets' running totals. ``iteration`` counts recorded iterations."""
+
+    id: str
+    name: str
+    mode: str  # "fresh" | "hook"
+    agent: str
+    workdir: str
+    task: str
+    config: dict[str, Any]
+    status: LoopStatus
+    created_at: datetime
+    workflow: str | None = None
+    stop_reason: StopReason | None = None
+    stop_detail: str | None = None
+    iteration: int = 0
+    cost_usd: float = 0.0
+    tokens_input: int = 0
+    tokens_output: int = 0
+    tokens_cache_read: int = 0
+    tokens_cache_write: int = 0
+    consecutive_errors: int = 0
+    runtime_s: float = 0.0
+    breaker_state: dict[str, Any] | None = None
+    rate_limited_until: datetime | None = None
+    agent_session_id: str | None = None
+    runner_pid: int | None = None
+    runner_host: str | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class IterationRecord:
+    """One agent run. ``status`` is running, ok, error, timeout or interrupted."""
+
+    loop_id: str
+    n: int
+    started_at: datetime
+    status: str = "running"
+    completed_at: datetime | None = None
+    duration_ms: int | None = None
+    tokens_input: int = 0
+    tokens_output: int = 0
+    tokens_cache_read: int = 0
+    tokens_cache_write: int = 0
+    cost_usd: float | None = None
+    cost_source: str | None = None  # "reported" | "estimated" | None when unknown
+    exit_code: int | None = None
+    completion_signal_found: bool = False
+    blocked_reason: str | None = None
+    error_message: str | None = None
+    output_summary: str = ""
+    files_changed: int | None = None
+    agent_session_id: str | None = None
+    num_turns: int | None = None
+    permission_denials: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """A stored event; ``seq`` is global and monotonically increasing."""
+
+    seq: int
+    loop_id: str
+    event_type: str
+    data: dict[str, Any]
+    timestamp: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorRecord:
+    id: int
+    loop_id: str
+    iteration: int | None
+    error_type: str
+    message: str
+    context: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRecord:
+    """A git commit taken by the loop, with a snapshot of the loop's totals at that point."""
+
+    id: int
+    loop_id: str
+    iteration: int
+    commit_sha: str
+    snapshot: dict[str, Any]
+    created_at: datetime

@@ -1,0 +1,276 @@
+"""``Store``: read and write loops, iterations, events and errors as plain records.
+
+Every write is committed before its method returns, so a process killed right after loses
+nothing. Errors reach callers as ``StoreError`` with a message fit for the user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
+from dataclasses import fields, replace
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Row, func, insert, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from ralphctl.domain.states import LoopStatus, StopReason
+from ralphctl.store.database import cause_of, open_engine
+from ralphctl.store.errors import LoopNotFound, StoreError
+from ralphctl.store.records import (
+    CheckpointRecord,
+    ErrorRecord,
+    EventRecord,
+    IterationRecord,
+    LoopRecord,
+)
+from ralphctl.store.schema import checkpoints, errors, events, iterations, loops
+from ralphctl.store.url import mask, resolve_url
+
+__all__ = ["LoopNotFound", "Store", "StoreError"]
+
+MIN_PREFIX = 4
+INTERRUPTED_MESSAGE = "interrupted: the runner stopped before the iteration finished"
+
+_EVENTS_LOCK_KEY = 0x7261_6C65
+_LOOP_KEYS = frozenset({"id", "created_at"})
+_ITERATION_KEYS = frozenset({"loop_id", "n"})
+
+
+class Store:
+    """One database. Open it with ``Store.open``; it is safe to share between threads."""
+
+    def __init__(self, engine: Engine, url: str) -> None:
+        self._engine = engine
+        self.url = url
+
+    @classmethod
+    def open(cls, url: str | None = None) -> Store:
+        """Open (creating or upgrading the schema if needed) the database ``url`` resolves to."""
+        resolved = resolve_url(url)
+        return cls(open_engine(resolved), resolved)
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({mask(self.url)!r})"
+
+    # Loops
+
+    def create_loop(self, loop: LoopRecord) -> LoopRecord:
+        stored = replace(loop, updated_at=_now())
+        with self._transaction("create the loop") as conn:
+            conn.execute(insert(loops).values(_loop_values(stored)))
+        return stored
+
+    def get_loop(self, loop_id_or_prefix: str) -> LoopRecord:
+        """The loop with this exact id, else the one loop whose id starts with it (>= 4 chars)."""
+        key = loop_id_or_prefix
+        with self._transaction("read the loop") as conn:
+            row = conn.execute(select(loops).where(loops.c.id == key)).first()
+            if row is None and len(key) >= MIN_PREFIX:
+                prefixed = func.substr(loops.c.id, 1, len(key)) == key
+                rows = conn.execute(select(loops).where(prefixed).order_by(loops.c.id)).all()
+                if len(rows) > 1:
+                    ids = ", ".join(r.id for r in rows)
+                    raise LoopNotFound(f"loop id prefix {key!r} is ambiguous: it matches {ids}")
+                row = rows[0] if rows else None
+        if row is None:
+            hint = (
+                f" (a prefix needs at least {MIN_PREFIX} characters)"
+                if len(key) < MIN_PREFIX
+                else ""
+            )
+            raise LoopNotFound(f"no loop with id {key!r}{hint}")
+        return _loop(row)
+
+    def list_loops(
+        self, statuses: Collection[LoopStatus] | None = None, limit: int | None = None
+    ) -> list[LoopRecord]:
+        """Loops, newest first, optionally only those in ``statuses``."""
+        query = select(loops).order_by(loops.c.created_at.desc(), loops.c.id.desc()).limit(limit)
+        if statuses is not None:
+            query = query.where(loops.c.status.in_([str(s) for s in statuses]))
+        with self._transaction("list loops") as conn:
+            return [_loop(row) for row in conn.execute(query)]
+
+    def save_loop(self, loop: LoopRecord) -> LoopRecord:
+        """Write back every mutable field; returns the record with its new ``updated_at``."""
+        with self._transaction("save the loop") as conn:
+            return _update_loop(conn, loop)
+
+    # Iterations
+
+    def begin_iteration(self, iteration: IterationRecord) -> None:
+        """Record that an iteration started (status ``running``)."""
+        values = _values(replace(iteration, status="running"))
+        with self._transaction(f"record the start of iteration {iteration.n}") as conn:
+            conn.execute(insert(iterations).values(values))
+
+    def complete_iteration(self, iteration: IterationRecord, loop: LoopRecord) -> None:
+        """Write the finished iteration and the loop's new totals in one transaction."""
+        if iteration.loop_id != loop.id:
+            raise ValueError(f"iteration of loop {iteration.loop_id!r} given with loop {loop.id!r}")
+        values = {k: v for k, v in _values(iteration).items() if k not in _ITERATION_KEYS}
+        with self._transaction(f"record iteration {iteration.n}") as conn:
+            result = conn.execute(
+                update(iterations)
+                .where(iterations.c.loop_id == iteration.loop_id, iterations.c.n == iteration.n)
+                .values(values)
+            )
+            if result.rowcount == 0:
+                raise StoreError(f"iteration {iteration.n} of loop {loop.id!r} was never begun")
+            _update_loop(conn, loop)
+
+    def interrupt_running_iterations(self, loop_id: str) -> list[int]:
+        """Mark iterations left ``running`` (by a runner that died) as interrupted."""
+        query = (
+            update(iterations)
+            .where(iterations.c.loop_id == loop_id, iterations.c.status == "running")
+            .values(status="interrupted", completed_at=_now(), error_message=INTERRUPTED_MESSAGE)
+            .returning(iterations.c.n)
+        )
+        with self._transaction("mark running iterations interrupted") as conn:
+            return sorted(conn.execute(query).scalars())
+
+    def iterations(self, loop_id: str) -> list[IterationRecord]:
+        query = select(iterations).where(iterations.c.loop_id == loop_id).order_by(iterations.c.n)
+        with self._transaction("read iterations") as conn:
+            return [IterationRecord(**row._mapping) for row in conn.execute(query)]
+
+    # Events and errors
+
+    def append_event(self, loop_id: str, event_type: str, data: dict[str, Any]) -> EventRecord:
+        timestamp = _now()
+        values = {
+            "loop_id": loop_id,
+            "event_type": event_type,
+            "data": data,
+            "timestamp": timestamp,
+        }
+        with self._transaction(f"record event {event_type!r}") as conn:
+            if conn.dialect.name == "postgresql":
+                # Take seqs and commit in one order, so that a reader resuming after a seq never
+                # misses a smaller one committed later (SQLite serialises writers anyway).
+                conn.execute(select(func.pg_advisory_xact_lock(_EVENTS_LOCK_KEY)))
+            seq = conn.execute(insert(events).values(values).returning(events.c.seq)).scalar_one()
+        return EventRecord(seq, loop_id, event_type, data, timestamp)
+
+    def events_since(
+        self, seq: int, loop_id: str | None = None, limit: int = 1000
+    ) -> list[EventRecord]:
+        """Events after ``seq`` (0 for all), oldest first, at most ``limit``."""
+        query = select(events).where(events.c.seq > seq).order_by(events.c.seq).limit(limit)
+        if loop_id is not None:
+            query = query.where(events.c.loop_id == loop_id)
+        with self._transaction("read events") as conn:
+            return [EventRecord(**row._mapping) for row in conn.execute(query)]
+
+    def add_error(
+        self,
+        loop_id: str,
+        iteration: int | None,
+        error_type: str,
+        message: str,
+        context: dict[str, Any],
+    ) -> ErrorRecord:
+        created_at = _now()
+        values = {
+            "loop_id": loop_id,
+            "iteration": iteration,
+            "error_type": error_type,
+            "message": message,
+            "context": context,
+            "created_at": created_at,
+        }
+        with self._transaction("record the error") as conn:
+            error_id = conn.execute(
+                insert(errors).values(values).returning(errors.c.id)
+            ).scalar_one()
+        return ErrorRecord(error_id, loop_id, iteration, error_type, message, context, created_at)
+
+    def errors(self, loop_id: str) -> list[ErrorRecord]:
+        query = select(errors).where(errors.c.loop_id == loop_id).order_by(errors.c.id)
+        with self._transaction("read errors") as conn:
+            return [ErrorRecord(**row._mapping) for row in conn.execute(query)]
+
+    # Checkpoints
+
+    def add_checkpoint(
+        self, loop_id: str, iteration: int, commit_sha: str, snapshot: dict[str, Any]
+    ) -> CheckpointRecord:
+        created_at = _now()
+        values = {
+            "loop_id": loop_id,
+            "iteration": iteration,
+            "commit_sha": commit_sha,
+            "snapshot": snapshot,
+            "created_at": created_at,
+        }
+        with self._transaction("record the checkpoint") as conn:
+            checkpoint_id = conn.execute(
+                insert(checkpoints).values(values).returning(checkpoints.c.id)
+            ).scalar_one()
+        return CheckpointRecord(checkpoint_id, **values)
+
+    def checkpoints(self, loop_id: str) -> list[CheckpointRecord]:
+        query = (
+            select(checkpoints).where(checkpoints.c.loop_id == loop_id).order_by(checkpoints.c.id)
+        )
+        with self._transaction("read checkpoints") as conn:
+            return [CheckpointRecord(**row._mapping) for row in conn.execute(query)]
+
+    @contextmanager
+    def _transaction(self, doing: str) -> Iterator[Connection]:
+        """A connection whose work is committed on success and rolled back on any error."""
+        try:
+            with self._engine.begin() as conn:
+                yield conn
+        except (SQLAlchemyError, TypeError) as exc:  # psycopg raises TypeError for bad JSON
+            raise StoreError(f"cannot {doing}: {cause_of(exc)}") from exc
+
+
+def _update_loop(conn: Connection, loop: LoopRecord) -> LoopRecord:
+    stored = replace(loop, updated_at=_now())
+    values = {k: v for k, v in _loop_values(stored).items() if k not in _LOOP_KEYS}
+    result = conn.execute(update(loops).where(loops.c.id == loop.id).values(values))
+    if result.rowcount == 0:
+        raise LoopNotFound(f"no loop with id {loop.id!r}")
+    return stored
+
+
+def _values(record: Any) -> dict[str, Any]:
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def _loop_values(loop: LoopRecord) -> dict[str, Any]:
+    values = _values(loop)
+    values["status"] = str(loop.status)
+    values["stop_reason"] = None if loop.stop_reason is None else str(loop.stop_reason)
+    return values
+
+
+def _loop(row: Row[Any]) -> LoopRecord:
+    values = dict(row._mapping)
+    values["status"] = LoopStatus(values["status"])
+    if values["stop_reason"] is not None:
+        values["stop_reason"] = StopReason(values["stop_reason"])
+    return LoopRecord(**values)
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

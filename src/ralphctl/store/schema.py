@@ -1,0 +1,170 @@
+"""The tables, as SQLAlchemy Core metadata; column names match the fields in ``records.py``.
+
+Migrations create exactly this schema (a test compares them); ``HEAD_REVISION`` names the newest
+migration, so that opening a current database needs one query and no Alembic import.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Dialect,
+    Float,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+)
+
+HEAD_REVISION = "0001"
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timezone-aware datetime stored as UTC, read back aware on every backend.
+
+    SQLite keeps no offset, so values are written as naive UTC and tagged UTC on the way out.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value.isoformat()}: store timezone-aware times")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def _json() -> JSON:
+    return JSON(none_as_null=True)
+
+
+def _loop_fk() -> ForeignKey:
+    return ForeignKey("loops.id", ondelete="CASCADE")
+
+
+#: An auto-increment key that is never reused: AUTOINCREMENT on SQLite, an identity elsewhere.
+_SERIAL: Any = BigInteger().with_variant(Integer(), "sqlite")
+
+metadata = MetaData()
+
+loops = Table(
+    "loops",
+    metadata,
+    Column("id", String, primary_key=True),
+    Column("name", String, nullable=False),
+    Column("mode", String, nullable=False),
+    Column("agent", String, nullable=False),
+    Column("workdir", Text, nullable=False),
+    Column("task", Text, nullable=False),
+    Column("workflow", String),
+    Column("config", _json(), nullable=False),
+    Column("status", String, nullable=False),
+    Column("stop_reason", String),
+    Column("stop_detail", Text),
+    Column("iteration", Integer, nullable=False),
+    Column("cost_usd", Float, nullable=False),
+    Column("tokens_input", BigInteger, nullable=False),
+    Column("tokens_output", BigInteger, nullable=False),
+    Column("tokens_cache_read", BigInteger, nullable=False),
+    Column("tokens_cache_write", BigInteger, nullable=False),
+    Column("consecutive_errors", Integer, nullable=False),
+    Column("runtime_s", Float, nullable=False),
+    Column("breaker_state", _json()),
+    Column("rate_limited_until", UTCDateTime),
+    Column("agent_session_id", String),
+    Column("runner_pid", Integer),
+    Column("runner_host", String),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("started_at", UTCDateTime),
+    Column("ended_at", UTCDateTime),
+    Column("updated_at", UTCDateTime),
+    Index("ix_loops_status", "status"),
+)
+
+# The primary key (loop_id, n) also serves every lookup by loop_id.
+iterations = Table(
+    "iterations",
+    metadata,
+    Column("loop_id", String, _loop_fk(), primary_key=True),
+    Column("n", Integer, primary_key=True),
+    Column("status", String, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("completed_at", UTCDateTime),
+    Column("duration_ms", BigInteger),
+    Column("tokens_input", BigInteger, nullable=False),
+    Column("tokens_output", BigInteger, nullable=False),
+    Column("tokens_cache_read", BigInteger, nullable=False),
+    Column("tokens_cache_write", BigInteger, nullable=False),
+    Column("cost_usd", Float),
+    Column("cost_source", String),
+    Column("exit_code", Integer),
+    Column("completion_signal_found", Boolean, nullable=False),
+    Column("blocked_reason", Text),
+    Column("error_message", Text),
+    Column("output_summary", Text, nullable=False),
+    Column("files_changed", Integer),
+    Column("agent_session_id", String),
+    Column("num_turns", Integer),
+    Column("permission_denials", _json(), nullable=False),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("seq", _SERIAL, Identity(), primary_key=True),
+    Column("loop_id", String, _loop_fk(), nullable=False),
+    Column("event_type", String, nullable=False),
+    Column("data", _json(), nullable=False),
+    Column("timestamp", UTCDateTime, nullable=False),
+    Index("ix_events_loop_id_seq", "loop_id", "seq"),
+    sqlite_autoincrement=True,
+)
+
+errors = Table(
+    "errors",
+    metadata,
+    Column("id", _SERIAL, Identity(), primary_key=True),
+    Column("loop_id", String, _loop_fk(), nullable=False),
+    Column("iteration", Integer),
+    Column("error_type", String, nullable=False),
+    Column("message", Text, nullable=False),
+    Column("context", _json(), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_errors_loop_id", "loop_id"),
+    sqlite_autoincrement=True,
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("id", _SERIAL, Identity(), primary_key=True),
+    Column("loop_id", String, _loop_fk(), nullable=False),
+    Column("iteration", Integer, nullable=False),
+    Column("commit_sha", String, nullable=False),
+    Column("snapshot", _json(), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index("ix_checkpoints_loop_id", "loop_id"),
+    sqlite_autoincrement=True,
+)

@@ -1,0 +1,379 @@
+"""run_agent with real subprocesses: streaming, stdin, timeouts, interrupts, clean kills."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ralphctl.agents.base import AgentCommand, AgentUnavailable, ProcessOutcome
+from ralphctl.agents.events import AgentEvent, TextChunk
+from ralphctl.agents.process import STDERR_TAIL_BYTES, run_agent
+from ralphctl.domain.model import IterationResult
+
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc"),
+    pytest.mark.timeout(60),
+]
+
+
+class LineRecorder:
+    """A StreamParser that hands every line back as a TextChunk and keeps the outcome."""
+
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+        self.outcome: ProcessOutcome | None = None
+
+    def feed(self, line: bytes) -> list[AgentEvent]:
+        self.lines.append(line)
+        return [TextChunk(line.decode(errors="replace"))]
+
+    def finish(self, outcome: ProcessOutcome) -> IterationResult:
+        self.outcome = outcome
+        return IterationResult(exit_code=outcome.exit_code, timed_out=outcome.timed_out)
+
+
+def python(code: str, env: dict[str, str] | None = None, stdin: bytes = b"") -> AgentCommand:
+    return AgentCommand([sys.executable, "-c", textwrap.dedent(code)], stdin, env or {})
+
+
+def run(
+    command: AgentCommand,
+    tmp_path: Path,
+    *,
+    timeout: float | None = 20,
+    on_event: Callable[[AgentEvent], None] | None = None,
+    interrupt: asyncio.Event | None = None,
+    force: asyncio.Event | None = None,
+    grace_s: float = 3.0,
+) -> tuple[LineRecorder, ProcessOutcome]:
+    recorder = LineRecorder()
+    asyncio.run(
+        run_agent(
+            command,
+            recorder,
+            cwd=tmp_path,
+            timeout=timeout,
+            on_event=on_event,
+            interrupt=interrupt,
+            force=force,
+            grace_s=grace_s,
+        )
+    )
+    assert recorder.outcome is not None
+    return recorder, recorder.outcome
+
+
+def alive(pid: int) -> bool:
+    """Running or sleeping; a zombie waiting for its parent (init) does not count."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live processes in process group ``pgid``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+def reaped(pid: int) -> bool:
+    """Our child is gone for good: no process, not even a zombie."""
+    return not Path(f"/proc/{pid}").exists()
+
+
+SPAWN_GRANDCHILD = """
+    import os, subprocess, sys, time
+    child = subprocess.Popen(["sleep", "60"])
+    print(os.getpid(), child.pid, flush=True)
+"""
+
+
+def pids(recorder: LineRecorder) -> tuple[int, int]:
+    leader, grandchild = recorder.lines[0].split()
+    return int(leader), int(grandchild)
+
+
+def test_lines_reach_the_parser_and_on_event_as_they_come(tmp_path: Path) -> None:
+    seen: list[AgentEvent] = []
+    command = python("print('one'); print('two', flush=True); print('three')")
+
+    recorder, outcome = run(command, tmp_path, on_event=seen.append)
+
+    assert recorder.lines == [b"one", b"two", b"three"]
+    assert seen == [TextChunk("one"), TextChunk("two"), TextChunk("three")]
+    assert outcome.exit_code == 0
+    assert not outcome.timed_out
+    assert not outcome.interrupted
+
+
+def test_the_prompt_goes_to_stdin_and_the_environment_is_extended(tmp_path: Path) -> None:
+    command = python(
+        """
+        import os, sys
+        print(sys.stdin.read().upper())
+        print(os.environ["RALPHCTL_ITERATION"], "PATH" in os.environ, os.getcwd())
+        """,
+        env={"RALPHCTL_ITERATION": "7"},
+        stdin="fix the tests ✓".encode(),
+    )
+
+    recorder, _ = run(command, tmp_path)
+
+    assert recorder.lines == ["FIX THE TESTS ✓".encode(), f"7 True {tmp_path}".encode()]
+
+
+def test_huge_lines_and_a_last_line_without_newline_arrive_whole(tmp_path: Path) -> None:
+    command = python(
+        """
+        import sys
+        sys.stdout.write("a" * 5_000_000 + "\\n" + "b" * 3 + "\\n\\n" + "tail")
+        """
+    )
+
+    recorder, _ = run(command, tmp_path)
+
+    assert [len(line) for line in recorder.lines] == [5_000_000, 3, 0, 4]
+    assert recorder.lines[-1] == b"tail"
+
+
+def test_only_the_end_of_stderr_is_kept(tmp_path: Path) -> None:
+    command = python("import sys; sys.stderr.write('x' * 100_000 + 'THE END')")
+
+    _, outcome = run(command, tmp_path)
+
+    assert len(outcome.stderr_tail) == STDERR_TAIL_BYTES
+    assert outcome.stderr_tail.endswith("THE END")
+
+
+def test_the_exit_status_is_reported(tmp_path: Path) -> None:
+    _, outcome = run(python("raise SystemExit(3)"), tmp_path)
+
+    assert outcome.exit_code == 3
+
+
+def test_a_timeout_terminates_the_whole_group_including_grandchildren(tmp_path: Path) -> None:
+    command = python(SPAWN_GRANDCHILD + "time.sleep(60)")
+
+    recorder, outcome = run(command, tmp_path, timeout=1)
+
+    leader, grandchild = pids(recorder)
+    assert outcome.timed_out
+    assert outcome.exit_code == -signal.SIGTERM
+    assert reaped(leader)
+    assert not alive(grandchild)
+    assert group_members(leader) == []
+
+
+def test_an_agent_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+    command = python(
+        """
+        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("stubborn", flush=True)
+        time.sleep(60)
+        """
+    )
+
+    _, outcome = run(command, tmp_path, timeout=1, grace_s=0.5)
+
+    assert outcome.timed_out
+    assert outcome.exit_code == -signal.SIGKILL
+
+
+def interrupt_when(line: bytes, event: asyncio.Event) -> Callable[[AgentEvent], None]:
+    def on_event(agent_event: AgentEvent) -> None:
+        if agent_event == TextChunk(line.decode()):
+            event.set()
+
+    return on_event
+
+
+def test_an_interrupt_sends_sigint_so_the_agent_can_finish_its_turn(tmp_path: Path) -> None:
+    command = python(
+        """
+        import time
+        try:
+            print("ready", flush=True)
+            time.sleep(60)
+        except KeyboardInterrupt:
+            print("turn ended cleanly")
+        """
+    )
+    interrupt = asyncio.Event()
+
+    recorder, outcome = run(
+        command, tmp_path, interrupt=interrupt, on_event=interrupt_when(b"ready", interrupt)
+    )
+
+    assert recorder.lines == [b"ready", b"turn ended cleanly"]
+    assert outcome.interrupted
+    assert not outcome.timed_out
+    assert outcome.exit_code == 0
+
+
+def test_an_interrupt_that_is_ignored_ends_in_sigkill(tmp_path: Path) -> None:
+    command = python(
+        """
+        import signal, time
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    )
+    interrupt = asyncio.Event()
+
+    _, outcome = run(
+        command,
+        tmp_path,
+        interrupt=interrupt,
+        on_event=interrupt_when(b"ready", interrupt),
+        grace_s=0.5,
+    )
+
+    assert outcome.interrupted
+    assert outcome.exit_code == -signal.SIGKILL
+
+
+def test_force_kills_the_group_at_once(tmp_path: Path) -> None:
+    command = python(
+        SPAWN_GRANDCHILD
+        + """
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print("ready", flush=True)
+    time.sleep(60)
+    """
+    )
+    force = asyncio.Event()
+
+    recorder, outcome = run(
+        command, tmp_path, force=force, on_event=interrupt_when(b"ready", force), grace_s=30
+    )
+
+    leader, grandchild = pids(recorder)
+    assert outcome.interrupted
+    assert outcome.exit_code == -signal.SIGKILL
+    assert reaped(leader)
+    assert not alive(grandchild)
+
+
+def test_a_background_child_holding_stdout_does_not_hang_the_read(tmp_path: Path) -> None:
+    # The agent's Bash tool may start `sleep 60 &`: it inherits stdout and outlives the agent.
+    command = AgentCommand(["sh", "-c", "sleep 60 & echo $$ $!"])
+
+    recorder, outcome = run(command, tmp_path, timeout=None)
+
+    leader, background = pids(recorder)
+    assert outcome.exit_code == 0
+    assert not outcome.timed_out
+    assert reaped(leader)
+    assert not alive(background)
+
+
+def test_a_process_that_left_the_group_delays_the_end_by_the_grace_period_only(
+    tmp_path: Path,
+) -> None:
+    command = AgentCommand(["sh", "-c", "setsid sleep 60 & sleep 0.2; echo done"])
+
+    recorder, outcome = run(command, tmp_path, timeout=None, grace_s=0.5)
+
+    escaped = [pid for pid in _children_named("sleep") if _holds_no_group_with(pid)]
+    for pid in escaped:
+        os.kill(pid, signal.SIGKILL)
+    assert recorder.lines == [b"done"]
+    assert outcome.exit_code == 0
+
+
+def _children_named(name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == name and alive(int(entry.name)):
+                    cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+                    if cmdline[:2] == [b"sleep", b"60"]:
+                        found.append(int(entry.name))
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    return found
+
+
+def _holds_no_group_with(pid: int) -> bool:
+    return os.getpgid(pid) == os.getsid(pid) == pid
+
+
+def test_if_on_event_raises_the_agent_is_killed_and_the_error_propagates(
+    tmp_path: Path,
+) -> None:
+    command = python(SPAWN_GRANDCHILD + "time.sleep(60)")
+    started: list[str] = []
+
+    def explode(event: AgentEvent) -> None:
+        assert isinstance(event, TextChunk)
+        started.append(event.text)
+        raise RuntimeError("display crashed")
+
+    with pytest.raises(RuntimeError, match="display crashed"):
+        run(command, tmp_path, on_event=explode)
+
+    leader, grandchild = (int(pid) for pid in started[0].split())
+    assert reaped(leader)
+    assert not alive(grandchild)
+
+
+def test_cancelling_the_run_kills_and_reaps_the_agent(tmp_path: Path) -> None:
+    command = python(SPAWN_GRANDCHILD + "time.sleep(60)")
+    recorder = LineRecorder()
+
+    async def cancel_once_started() -> None:
+        task = asyncio.ensure_future(run_agent(command, recorder, cwd=tmp_path, timeout=None))
+        while not recorder.lines:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancel_once_started())
+
+    leader, grandchild = pids(recorder)
+    assert reaped(leader)
+    assert not alive(grandchild)
+
+
+def test_a_missing_executable_is_reported_as_agent_unavailable(tmp_path: Path) -> None:
+    command = AgentCommand([str(tmp_path / "no-such-agent")])
+
+    with pytest.raises(AgentUnavailable, match="cannot start the agent .*no-such-agent"):
+        run(command, tmp_path)
+
+
+def test_a_file_that_cannot_be_executed_is_reported_as_agent_unavailable(tmp_path: Path) -> None:
+    script = tmp_path / "agent.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o644)
+
+    with pytest.raises(AgentUnavailable, match="Permission denied"):
+        run(AgentCommand([str(script)]), tmp_path)
+
+
+def test_a_missing_working_directory_is_refused_before_spawning(tmp_path: Path) -> None:
+    with pytest.raises(NotADirectoryError, match="does not exist"):
+        run(python("print(1)"), tmp_path / "gone")

@@ -1,0 +1,98 @@
+import json
+import os
+from datetime import UTC, datetime
+
+import pytest
+
+from ralphctl.domain.states import LoopStatus
+from ralphctl.engine.statefile import (
+    check_state_file,
+    ralph_dir,
+    render_state,
+    state_path,
+    write_state,
+)
+from ralphctl.store.records import IterationRecord, LoopRecord
+
+NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+LOOP = LoopRecord(
+    id="abc123def456",
+    name="demo",
+    mode="fresh",
+    agent="scripted",
+    workdir="/w",
+    task="Do it",
+    config={"max_iterations": 10},
+    status=LoopStatus.RUNNING,
+    created_at=NOW,
+    started_at=NOW,
+    iteration=1,
+)
+ITERATION = IterationRecord(
+    loop_id=LOOP.id,
+    n=1,
+    started_at=NOW,
+    completed_at=NOW,
+    status="ok",
+    output_summary="wrote a.py",
+    completion_signal_found=False,
+)
+
+
+def test_the_state_document_has_the_seed_fields():
+    document = render_state(LOOP, [ITERATION])
+    assert document["version"] == 1
+    assert document["task"] == "Do it"
+    assert document["iteration"] == 1
+    assert document["maxIterations"] == 10
+    assert document["status"] == "running"
+    assert document["startedAt"] == NOW.isoformat()
+    assert document["history"] == [
+        {
+            "iteration": 1,
+            "startedAt": NOW.isoformat(),
+            "completedAt": NOW.isoformat(),
+            "status": "ok",
+            "outputSummary": "wrote a.py",
+            "markerFound": False,
+        }
+    ]
+
+
+def test_writing_is_atomic_and_leaves_no_temp_files(tmp_path):
+    write_state(tmp_path, render_state(LOOP, [ITERATION]))
+    write_state(tmp_path, render_state(LOOP, []))
+    assert json.loads(state_path(tmp_path).read_text())["history"] == []
+    assert sorted(os.listdir(tmp_path / ".ralph")) == [".gitignore", "state.json"]
+
+
+def test_the_ralph_dir_ignores_itself_in_git(tmp_path):
+    assert (ralph_dir(tmp_path) / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"\x00\xff garbage", b"[1, 2]", b'{"version": 99}'])
+def test_a_corrupt_state_file_is_reported_not_fatal(tmp_path, content):
+    ralph_dir(tmp_path)
+    state_path(tmp_path).write_bytes(content)
+    problem = check_state_file(tmp_path)
+    assert problem is not None
+    assert "rebuilt from the database" in problem
+
+
+def test_a_missing_or_valid_state_file_is_fine(tmp_path):
+    assert check_state_file(tmp_path) is None
+    write_state(tmp_path, render_state(LOOP, []))
+    assert check_state_file(tmp_path) is None
+
+
+def test_a_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
+    write_state(tmp_path, render_state(LOOP, [ITERATION]))
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        write_state(tmp_path, render_state(LOOP, []))
+    assert len(json.loads(state_path(tmp_path).read_text())["history"]) == 1
+    assert sorted(os.listdir(tmp_path / ".ralph")) == [".gitignore", "state.json"]

@@ -1,0 +1,157 @@
+"""Run the pinned Claude Code CLI hermetically against the mock Messages API."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from tests.mockapi import MockMessagesApi
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PINNED_BIN = REPO_ROOT / "node_modules" / ".bin" / "claude"
+BIN_ENV = "RALPHCTL_CLAUDE_BIN"
+STREAM_JSON = ("-p", "--output-format", "stream-json", "--verbose")
+INSTALL_HINT = (
+    f"the pinned Claude Code CLI is missing (looked at ${BIN_ENV}, else node_modules/.bin/claude):"
+    " run `npm ci` in the repository root"
+)
+
+
+def claude_binary() -> Path | None:
+    """``$RALPHCTL_CLAUDE_BIN`` if set, else the npm-pinned binary; None if it is not there."""
+    configured = os.environ.get(BIN_ENV)
+    binary = Path(configured) if configured else PINNED_BIN
+    return binary if binary.is_file() and os.access(binary, os.X_OK) else None
+
+
+def hermetic_env(base_url: str, home: Path) -> dict[str, str]:
+    """A complete environment (not an overlay) that keeps the CLI off the network, out of
+    the real home and away from a parent Claude session's variables. API errors are not
+    retried; override ``CLAUDE_CODE_MAX_RETRIES`` for a run to see retries."""
+    tmp = home / "tmp"
+    tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    return {
+        "PATH": path,
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "CLAUDE_CODE_TMPDIR": str(tmp),
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": "dummy",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }
+
+
+@dataclass(frozen=True)
+class ClaudeRun:
+    """One finished ``claude -p`` process: its exit status and raw output."""
+
+    argv: Sequence[str]
+    exit_code: int
+    stdout: bytes
+    stderr: str
+
+    @cached_property
+    def events(self) -> list[dict[str, Any]]:
+        """stdout parsed line by line (stream-json: one object per line)."""
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+    def of_type(self, type_: str, subtype: str | None = None) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in self.events
+            if e.get("type") == type_ and (subtype is None or e.get("subtype") == subtype)
+        ]
+
+    @property
+    def init(self) -> dict[str, Any]:
+        return self.of_type("system", "init")[0]
+
+    @property
+    def result(self) -> dict[str, Any]:
+        """The final ``result`` line, which must be the last line of a normal run."""
+        assert self.events[-1]["type"] == "result", self.stderr
+        return self.events[-1]
+
+
+@dataclass
+class RealClaude:
+    """The pinned CLI, a running mock, a temp project and the environment tying them up."""
+
+    binary: Path
+    server: MockMessagesApi
+    project: Path
+    home: Path
+    env: dict[str, str]
+
+    def run(
+        self,
+        prompt: str,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 60,
+    ) -> ClaudeRun:
+        """``claude -p --output-format stream-json --verbose ARGS`` with the prompt on stdin."""
+        argv = [str(self.binary), *STREAM_JSON, *args]
+        completed = subprocess.run(
+            argv,
+            input=prompt.encode(),
+            cwd=self.project,
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+        return ClaudeRun(
+            argv, completed.returncode, completed.stdout, completed.stderr.decode(errors="replace")
+        )
+
+    def transcript(self, session_id: str) -> Path:
+        """Where the CLI writes this session's transcript JSONL (every character of the
+        project path other than a letter or digit becomes ``-``)."""
+        encoded = re.sub(r"[^A-Za-z0-9]", "-", str(self.project.resolve()))
+        return self.home / ".claude" / "projects" / encoded / f"{session_id}.jsonl"
+
+
+@contextmanager
+def real_claude_session(binary: Path, root: Path | None = None) -> Iterator[RealClaude]:
+    """A started mock plus a fresh home and project under ``root`` (a temp dir if None).
+
+    ``env`` also sets ``RALPHCTL_CLAUDE_BIN`` so that ralphctl run with it drives this CLI.
+    """
+    with _root(root) as base, MockMessagesApi() as server:
+        home, project = base / "home", base / "project"
+        home.mkdir()
+        project.mkdir()
+        _require_outside_git(project)
+        env = {**hermetic_env(server.base_url, home), BIN_ENV: str(binary)}
+        yield RealClaude(binary=binary, server=server, project=project, home=home, env=env)
+
+
+def _require_outside_git(project: Path) -> None:
+    """Inside a git work tree the CLI puts that repository's status into the prompt."""
+    for folder in project.resolve().parents:
+        if (folder / ".git").exists():
+            raise RuntimeError(f"{project} is inside the git repository {folder}: use /tmp")
+
+
+@contextmanager
+def _root(root: Path | None) -> Iterator[Path]:
+    if root is not None:
+        yield root
+        return
+    with tempfile.TemporaryDirectory(prefix="ralphctl-realcli-") as made:
+        yield Path(made)

@@ -1,0 +1,57 @@
+"""Record the real CLI's stdout for each scenario into ``cassettes/<name>.jsonl``.
+
+Run from the repository root: ``.venv/bin/python -m tests.realcli.record_cassettes [NAME…]``
+(or ``.venv/bin/python tests/realcli/record_cassettes.py``). Each cassette gets a sidecar
+``<name>.json`` with the exit code, the stderr tail and what the scenario shows.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a path: make ``tests`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.realcli.harness import INSTALL_HINT, ClaudeRun, claude_binary, real_claude_session
+from tests.realcli.scenarios import SCENARIOS, Scenario
+
+CASSETTES = Path(__file__).resolve().parent / "cassettes"
+STDERR_TAIL = 2000
+
+
+def record(scenario: Scenario, binary: Path) -> ClaudeRun:
+    with real_claude_session(binary) as claude:
+        run = scenario.play(claude)
+    (CASSETTES / f"{scenario.name}.jsonl").write_bytes(run.stdout)
+    sidecar = {
+        "scenario": scenario.name,
+        "shows": scenario.shows,
+        "argv": ["claude", *run.argv[1:]],
+        "exit_code": run.exit_code,
+        "stderr_tail": run.stderr[-STDERR_TAIL:],
+        "claude_code_version": run.init.get("claude_code_version"),
+    }
+    (CASSETTES / f"{scenario.name}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    return run
+
+
+def main(names: list[str]) -> int:
+    binary = claude_binary()
+    if binary is None:
+        print(INSTALL_HINT, file=sys.stderr)
+        return 1
+    unknown = sorted(set(names) - SCENARIOS.keys())
+    if unknown:
+        print(f"unknown scenarios: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    CASSETTES.mkdir(exist_ok=True)
+    for name in names or list(SCENARIOS):
+        run = record(SCENARIOS[name], binary)
+        print(f"{name}: exit {run.exit_code}, {len(run.events)} lines")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,104 @@
+"""Iterations: begun, completed together with the loop totals, interrupted after a crash."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from ralphctl.domain.states import LoopStatus
+from ralphctl.store.repository import Store, StoreError
+from tests.store.factories import finished_iteration, new_loop, started_iteration
+
+
+@pytest.fixture
+def running(store: Store) -> str:
+    return store.create_loop(new_loop("loop-run", status=LoopStatus.RUNNING)).id
+
+
+def test_a_begun_iteration_is_stored_as_running(store: Store, running: str) -> None:
+    store.begin_iteration(dataclasses.replace(started_iteration(running, 1), status="ok"))
+
+    assert store.iterations(running) == [started_iteration(running, 1)]
+
+
+def test_a_completed_iteration_reads_back_exactly(store: Store, running: str) -> None:
+    store.begin_iteration(started_iteration(running, 1))
+
+    store.complete_iteration(finished_iteration(running, 1), new_loop(running, iteration=1))
+
+    assert store.iterations(running) == [finished_iteration(running, 1)]
+
+
+def test_completing_also_saves_the_loop_totals(store: Store, running: str) -> None:
+    store.begin_iteration(started_iteration(running, 1))
+    totals = new_loop(running, status=LoopStatus.RUNNING, iteration=1, cost_usd=0.0125)
+
+    store.complete_iteration(finished_iteration(running, 1), totals)
+
+    loop = store.get_loop(running)
+    assert (loop.iteration, loop.cost_usd) == (1, 0.0125)
+
+
+def test_a_failed_completion_changes_neither_iteration_nor_loop(store: Store, running: str) -> None:
+    store.begin_iteration(started_iteration(running, 1))
+    before = store.get_loop(running)
+    unstorable = new_loop(running, iteration=1, cost_usd=9.0, config={"bad": object()})
+
+    with pytest.raises(StoreError, match="cannot record iteration 1"):
+        store.complete_iteration(finished_iteration(running, 1), unstorable)
+
+    assert store.iterations(running) == [started_iteration(running, 1)]
+    assert store.get_loop(running) == before
+
+
+def test_iterations_are_listed_in_order(store: Store, running: str) -> None:
+    for n in (3, 1, 2):
+        store.begin_iteration(started_iteration(running, n))
+
+    assert [it.n for it in store.iterations(running)] == [1, 2, 3]
+
+
+def test_an_iteration_number_cannot_be_begun_twice(store: Store, running: str) -> None:
+    store.begin_iteration(started_iteration(running, 1))
+
+    with pytest.raises(StoreError, match="cannot record the start of iteration 1"):
+        store.begin_iteration(started_iteration(running, 1))
+
+
+def test_an_iteration_needs_an_existing_loop(store: Store) -> None:
+    with pytest.raises(StoreError):
+        store.begin_iteration(started_iteration("loop-ghost", 1))
+
+
+def test_an_iteration_that_was_never_begun_cannot_be_completed(store: Store, running: str) -> None:
+    with pytest.raises(StoreError, match="iteration 4 of loop 'loop-run' was never begun"):
+        store.complete_iteration(finished_iteration(running, 4), new_loop(running))
+
+
+def test_an_iteration_is_completed_with_its_own_loop(store: Store, running: str) -> None:
+    with pytest.raises(ValueError, match="given with loop 'other'"):
+        store.complete_iteration(finished_iteration(running, 1), new_loop("other"))
+
+
+def test_iterations_left_running_are_marked_interrupted(store: Store, running: str) -> None:
+    store.begin_iteration(started_iteration(running, 1))
+    store.complete_iteration(finished_iteration(running, 1), new_loop(running, iteration=1))
+    store.begin_iteration(started_iteration(running, 2))
+
+    assert store.interrupt_running_iterations(running) == [2]
+
+    first, second = store.iterations(running)
+    assert first == finished_iteration(running, 1)
+    assert second.status == "interrupted"
+    assert second.completed_at is not None
+    assert second.error_message == ("interrupted: the runner stopped before the iteration finished")
+    assert store.interrupt_running_iterations(running) == []
+
+
+def test_interrupting_touches_only_the_given_loop(store: Store, running: str) -> None:
+    store.create_loop(new_loop("loop-other"))
+    store.begin_iteration(started_iteration("loop-other", 1))
+
+    assert store.interrupt_running_iterations(running) == []
+    assert store.iterations("loop-other")[0].status == "running"
