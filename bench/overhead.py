@@ -37,7 +37,7 @@ def shell_loop(workdir: Path, script: Path) -> float:
     agent = f"{sys.executable} -m ralphctl.agents.scripted_agent {script}"
     loop = (
         f"for i in $(seq 1 {ITERATIONS}); do "
-        f'echo prompt | RALPHCTL_ITERATION=$i {agent} > /dev/null || exit 1; done'
+        f"echo prompt | RALPHCTL_ITERATION=$i {agent} > /dev/null || exit 1; done"
     )
     start = time.perf_counter()
     subprocess.run(["sh", "-c", loop], cwd=workdir, check=True)
@@ -68,7 +68,7 @@ def ralphctl_loop(workdir: Path, script: Path, db: Path) -> tuple[float, float]:
     ]
     launched = time.time()
     start = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     if result.returncode != 1:  # 1: stopped by max_iterations, as intended
         raise SystemExit(f"ralphctl run failed ({result.returncode}):\n{result.stderr}")

@@ -21,9 +21,7 @@ def test_without_files_or_flags_the_defaults_apply(tmp_path):
     assert set(resolved.sources.values()) == {"default"}
 
 
-def test_layers_override_in_order_and_sources_say_where_each_value_came_from(
-    tmp_path, monkeypatch
-):
+def test_layers_override_in_order_and_sources_say_where_each_value_came_from(tmp_path, monkeypatch):
     user = write(tmp_path / "user.toml", "[loops.defaults]\nmax_iterations = 7\ncooldown = 1\n")
     monkeypatch.setenv("RALPHCTL_CONFIG", str(user))
     project = write(tmp_path / "ralphctl.toml", "[loops.defaults]\nmax_iterations = 9\n")
@@ -47,7 +45,7 @@ def test_a_stored_config_replaces_the_files_on_resume(tmp_path):
 
 def test_invalid_toml_names_the_file(tmp_path):
     write(tmp_path / "ralphctl.toml", "[loops.defaults\nmax_iterations = ")
-    with pytest.raises(ConfigError, match="ralphctl.toml: invalid TOML"):
+    with pytest.raises(ConfigError, match=r"ralphctl\.toml: invalid TOML"):
         resolve_loop_config(tmp_path)
 
 
@@ -59,7 +57,7 @@ def test_invalid_values_name_the_field_and_the_file(tmp_path):
 
 def test_unknown_keys_list_the_known_ones(tmp_path):
     write(tmp_path / "ralphctl.toml", "[loops.defaults]\nmax_iteration = 3\n")
-    with pytest.raises(ConfigError, match="max_iteration.*unknown setting; known: max_iterations"):
+    with pytest.raises(ConfigError, match=r"max_iteration.*unknown setting; known: max_iterations"):
         resolve_loop_config(tmp_path)
 
 

@@ -58,16 +58,23 @@ def _loop_defaults(path: Path) -> dict[str, Any]:
 
 
 def resolve_loop_config(
-    workdir: Path, overrides: Mapping[str, Any] | None = None, *, base: Mapping[str, Any] | None = None
+    workdir: Path,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    base: Mapping[str, Any] | None = None,
 ) -> ResolvedConfig:
     """Merge every layer and validate once; ``base`` is a stored config (for resume)."""
-    layers: list[tuple[str, Mapping[str, Any]]] = [("stored", base)] if base else [
-        (str(user_config_path()), _loop_defaults(user_config_path())),
-        (str(workdir / PROJECT_FILE), _loop_defaults(workdir / PROJECT_FILE)),
-    ]
+    layers: list[tuple[str, Mapping[str, Any]]] = (
+        [("stored", base)]
+        if base
+        else [
+            (str(user_config_path()), _loop_defaults(user_config_path())),
+            (str(workdir / PROJECT_FILE), _loop_defaults(workdir / PROJECT_FILE)),
+        ]
+    )
     layers.append(("flag", {k: v for k, v in (overrides or {}).items() if v is not None}))
     merged: dict[str, Any] = {}
-    sources = {name: "default" for name in LoopConfig.model_fields}
+    sources = dict.fromkeys(LoopConfig.model_fields, "default")
     for origin, values in layers:
         for key, value in values.items():
             merged[key] = value

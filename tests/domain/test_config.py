@@ -53,7 +53,7 @@ def test_invalid_values_are_refused(field, value):
 
 def test_unknown_settings_are_errors_not_silently_ignored():
     with pytest.raises(ValidationError, match="max_iteration"):
-        LoopConfig(max_iteration=3)
+        LoopConfig(max_iteration=3)  # type: ignore[call-arg]
 
 
 def test_budgets_carry_every_limit():

@@ -1,5 +1,6 @@
 import asyncio
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -7,7 +8,7 @@ from ralphctl.engine.checkpoint import create_checkpoint, is_git_work_tree
 from ralphctl.engine.statefile import ralph_dir
 
 
-def git(root, *args):
+def git(root: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=root, check=True, capture_output=True, text=True
     ).stdout.strip()

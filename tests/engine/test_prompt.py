@@ -1,3 +1,6 @@
+from dataclasses import replace
+from typing import Any
+
 from ralphctl.domain.conditions import Remaining
 from ralphctl.domain.markers import detect, parse_marker
 from ralphctl.engine.prompt import PastIteration, PromptContext, build_prompt
@@ -6,16 +9,15 @@ LEFT = Remaining(iterations=18, runtime_s=3600, cost_usd=4.5, tokens=None)
 MARKER = parse_marker("<promise>COMPLETE</promise>")
 
 
-def context(**changes) -> PromptContext:
-    values = {
-        "task": "Make the failing tests pass.",
-        "iteration": 3,
-        "max_iterations": 20,
-        "remaining": LEFT,
-        "marker": MARKER,
-    }
-    values.update(changes)
-    return PromptContext(**values)
+def context(**changes: Any) -> PromptContext:
+    base = PromptContext(
+        task="Make the failing tests pass.",
+        iteration=3,
+        max_iterations=20,
+        remaining=LEFT,
+        marker=MARKER,
+    )
+    return replace(base, **changes)
 
 
 def test_the_prompt_starts_with_the_task_and_states_the_iteration_and_budget():

@@ -84,10 +84,18 @@ DONE = "All files written.\n<promise>COMPLETE</promise>"
 
 def test_a_loop_runs_until_the_agent_declares_completion(db, workdir):
     steps = [
-        {"text": "wrote a", "edits": [{"path": "a.txt", "content": "a"}], "cost_usd": 0.01,
-         "tokens": {"input": 100, "output": 10}},
-        {"text": "wrote b", "edits": [{"path": "b.txt", "content": "b"}], "cost_usd": 0.02,
-         "tokens": {"input": 200, "output": 20}},
+        {
+            "text": "wrote a",
+            "edits": [{"path": "a.txt", "content": "a"}],
+            "cost_usd": 0.01,
+            "tokens": {"input": 100, "output": 10},
+        },
+        {
+            "text": "wrote b",
+            "edits": [{"path": "b.txt", "content": "b"}],
+            "cost_usd": 0.02,
+            "tokens": {"input": 200, "output": 20},
+        },
         {"text": DONE, "cost_usd": 0.03, "tokens": {"input": 300, "output": 30}},
     ]
     loop, config = new_loop(db, workdir, steps)
@@ -110,8 +118,9 @@ def test_a_loop_runs_until_the_agent_declares_completion(db, workdir):
 
 
 def test_every_step_is_published_as_a_stored_event_in_order(db, workdir):
-    loop, config = new_loop(db, workdir, [{"text": DONE, "cost_usd": 0.5,
-                                            "tokens": {"input": 1, "output": 1}}])
+    loop, config = new_loop(
+        db, workdir, [{"text": DONE, "cost_usd": 0.5, "tokens": {"input": 1, "output": 1}}]
+    )
     observer = Recorder()
     run(db, loop, config, observer=observer)
     assert observer.types() == [
@@ -130,8 +139,7 @@ def test_every_step_is_published_as_a_stored_event_in_order(db, workdir):
 
 
 def test_the_agent_text_streams_to_the_observer_as_it_arrives(db, workdir):
-    loop, config = new_loop(db, workdir, [{"text": DONE,
-                                            "edits": [{"path": "x", "content": "x"}]}])
+    loop, config = new_loop(db, workdir, [{"text": DONE, "edits": [{"path": "x", "content": "x"}]}])
     observer = Recorder()
     run(db, loop, config, observer=observer)
     kinds = [type(event).__name__ for event in observer.agent_events]
@@ -162,8 +170,8 @@ def test_the_agent_text_streams_to_the_observer_as_it_arrives(db, workdir):
 def test_each_budget_ends_the_loop_with_its_reason(db, workdir, settings, step, reason, iterations):
     loop, config = new_loop(db, workdir, [step], **settings)
     final = run(db, loop, config)
-    assert final.stop_reason is reason
     assert final.status is reason.status
+    assert final.stop_reason is reason
     assert final.iteration == iterations
     assert len(db.iterations(loop.id)) == iterations
 
@@ -178,7 +186,9 @@ def test_a_runtime_budget_kills_a_long_iteration_instead_of_overrunning(db, work
 
 
 def test_a_blocked_agent_ends_the_loop_as_blocked_with_its_reason(db, workdir):
-    steps = [{"text": "I need credentials.\n<promise>BLOCKED: no API key for the staging site</promise>"}]
+    steps = [
+        {"text": "I need credentials.\n<promise>BLOCKED: no API key for the staging site</promise>"}
+    ]
     loop, config = new_loop(db, workdir, steps)
     final = run(db, loop, config)
     assert final.status is LoopStatus.BLOCKED
@@ -187,7 +197,7 @@ def test_a_blocked_agent_ends_the_loop_as_blocked_with_its_reason(db, workdir):
 
 
 def test_errors_are_recorded_with_their_context_and_do_not_complete(db, workdir):
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"text": DONE, "is_error": True, "api_error_status": 529, "stderr": "overloaded"},
         {"no_result": True, "stderr": "Segmentation fault", "garbage": ["not json {"]},
         {"text": DONE},
@@ -208,8 +218,12 @@ def test_errors_are_recorded_with_their_context_and_do_not_complete(db, workdir)
 
 
 def test_permission_denials_are_recorded_and_surfaced(db, workdir):
-    steps = [{"text": DONE, "permission_denials": [{"tool_name": "Bash",
-                                                     "tool_input": {"command": "rm -rf /"}}]}]
+    steps = [
+        {
+            "text": DONE,
+            "permission_denials": [{"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}}],
+        }
+    ]
     loop, config = new_loop(db, workdir, steps)
     observer = Recorder()
     run(db, loop, config, observer=observer)
@@ -277,8 +291,16 @@ def test_an_interrupt_records_the_running_iteration_and_resume_keeps_the_totals(
 
 def test_resume_after_a_crash_marks_the_unfinished_iteration_and_continues(db, workdir):
     loop, config = new_loop(db, workdir, [{"text": DONE}])
-    crashed = db.save_loop(replace(loop, status=LoopStatus.RUNNING, iteration=1, cost_usd=0.5,
-                                   started_at=datetime.now(UTC), runner_pid=999_999))
+    crashed = db.save_loop(
+        replace(
+            loop,
+            status=LoopStatus.RUNNING,
+            iteration=1,
+            cost_usd=0.5,
+            started_at=datetime.now(UTC),
+            runner_pid=999_999,
+        )
+    )
     db.begin_iteration(IterationRecord(loop_id=loop.id, n=1, started_at=datetime.now(UTC)))
     db.begin_iteration(IterationRecord(loop_id=loop.id, n=2, started_at=datetime.now(UTC)))
     observer = Recorder()
@@ -295,8 +317,9 @@ def test_resume_after_a_crash_marks_the_unfinished_iteration_and_continues(db, w
 
 
 def test_a_loop_with_spent_budgets_ends_without_running_the_agent(db, workdir):
-    loop, config = new_loop(db, workdir, [{"text": "never", "edits": [{"path": "x", "content": ""}]}],
-                            max_iterations=2)
+    loop, config = new_loop(
+        db, workdir, [{"text": "never", "edits": [{"path": "x", "content": ""}]}], max_iterations=2
+    )
     spent = db.save_loop(replace(loop, status=LoopStatus.STOPPED, iteration=2))
     final = run(db, spent, config)
     assert final.stop_reason is StopReason.MAX_ITERATIONS
@@ -314,8 +337,9 @@ def test_a_missing_agent_fails_the_loop_as_agent_unavailable(db, workdir, monkey
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def test_checkpoints_are_committed_every_n_iterations_and_at_the_end(db, workdir):
@@ -323,8 +347,10 @@ def test_checkpoints_are_committed_every_n_iterations_and_at_the_end(db, workdir
     git(workdir, "config", "user.name", "t")
     git(workdir, "config", "user.email", "t@example.invalid")
     git(workdir, "commit", "-q", "--allow-empty", "-m", "initial")
-    steps = [{"text": f"step {n}", "edits": [{"path": f"f{n}.txt", "content": str(n)}]}
-             for n in range(1, 5)]
+    steps = [
+        {"text": f"step {n}", "edits": [{"path": f"f{n}.txt", "content": str(n)}]}
+        for n in range(1, 5)
+    ]
     steps.append({"text": DONE, "edits": [{"path": "f5.txt", "content": "5"}]})
     loop, config = new_loop(db, workdir, steps, checkpoint_interval=2)
     final = run(db, loop, config)

@@ -70,7 +70,9 @@ def test_the_ralph_dir_ignores_itself_in_git(tmp_path):
     assert (ralph_dir(tmp_path) / ".gitignore").read_text().splitlines()[-1] == "*"
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"\x00\xff garbage", b"[1, 2]", b'{"version": 99}'])
+@pytest.mark.parametrize(
+    "content", [b"{not json", b"\x00\xff garbage", b"[1, 2]", b'{"version": 99}']
+)
 def test_a_corrupt_state_file_is_reported_not_fatal(tmp_path, content):
     ralph_dir(tmp_path)
     state_path(tmp_path).write_bytes(content)

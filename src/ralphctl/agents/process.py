@@ -63,13 +63,12 @@ async def run_agent(
             broken=protocol.broken,
             grace_s=grace_s,
         )
-        _signal_group(pid, signal.SIGKILL)  # whatever the agent left behind
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(protocol.closed.wait(), grace_s)
     finally:
-        if not protocol.exited.is_set():  # cancelled mid-run
-            _signal_group(pid, signal.SIGKILL)
-            await protocol.exited.wait()
+        # The agent if it still runs (the caller cancelled us), and whatever it left behind.
+        _signal_group(pid, signal.SIGKILL)
+        await protocol.exited.wait()
+        with contextlib.suppress(TimeoutError):  # pipes close as the group dies
+            await asyncio.wait_for(protocol.closed.wait(), grace_s)
         transport.close()
     protocol.end_of_stdout()
     if protocol.error is not None:
@@ -206,11 +205,11 @@ async def _wait_for_exit(
     first = await _first_set((exited, force, broken, interrupt), timeout)
     if first is exited:
         return False, False
-    if first is force or first is broken:
+    timed_out = first is None
+    if not timed_out and first is not interrupt:  # force, or on_event failed
         _signal_group(pid, signal.SIGKILL)
         await exited.wait()
         return False, first is force
-    timed_out = first is None
     _signal_group(pid, signal.SIGTERM if timed_out else signal.SIGINT)
     if await _first_set((exited, force, broken), grace_s) is not exited:
         _signal_group(pid, signal.SIGKILL)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-
-import click
 import typer
 
 from ralphctl import __version__
 from ralphctl.cli import demo, inspect, run
 from ralphctl.cli.common import UsageError, fail
-from ralphctl.domain.states import EXIT_INTERRUPTED, EXIT_USAGE
+from ralphctl.domain.states import EXIT_USAGE
 from ralphctl.settings import ConfigError
 from ralphctl.store.errors import StoreError
 
@@ -47,14 +44,8 @@ def _root(
 def main() -> None:
     """Console-script entry point: map known errors to clear messages and exit codes."""
     try:
-        code = app(standalone_mode=False)
+        app()  # standalone: typer reports its own usage errors with exit code 2
     except (ConfigError, UsageError) as exc:
         fail(str(exc), EXIT_USAGE)
     except StoreError as exc:
         fail(f"database: {exc}", EXIT_USAGE)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_USAGE)
-    except click.Abort:
-        fail("aborted", EXIT_INTERRUPTED)
-    sys.exit(code if isinstance(code, int) else 0)

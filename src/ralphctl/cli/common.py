@@ -12,6 +12,7 @@ from rich.markup import escape
 if TYPE_CHECKING:
     from ralphctl.store.repository import Store
 
+
 def _console(stderr: bool = False) -> Console:
     """A console that does not squeeze tables to 80 columns when piped."""
     probe = Console(stderr=stderr)

@@ -53,7 +53,9 @@ def status_command(
         )
     console.print(table)
     for loop_id in gone:
-        console.print(f"[red]{loop_id}: its runner is gone; continue it with[/] ralphctl resume {loop_id}")
+        console.print(
+            f"[red]{loop_id}: its runner is gone; continue it with[/] ralphctl resume {loop_id}"
+        )
 
 
 def history_command(
@@ -66,7 +68,10 @@ def history_command(
     loop = store.get_loop(loop_id)
     iterations = store.iterations(loop.id)
     if json_out:
-        payload = {"loop": _loop_json(loop), "iterations": [_jsonable(asdict(i)) for i in iterations]}
+        payload = {
+            "loop": _loop_json(loop),
+            "iterations": [_jsonable(asdict(i)) for i in iterations],
+        }
         console.print_json(json.dumps(payload))
         return
     table = Table(title=f"loop {loop.id} · {loop.name} · {_status_text(loop)}")

@@ -12,8 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ralphctl.agents.events import (
-    ApiRetry,
     AgentEvent,
+    ApiRetry,
     PermissionDenied,
     RateLimitSignal,
     SessionStarted,
@@ -68,9 +68,7 @@ class TerminalObserver:
 
     def __enter__(self) -> TerminalObserver:
         if self.console.is_terminal and not self.quiet:
-            self._live = Live(
-                self, console=self.console, refresh_per_second=4, transient=True
-            )
+            self._live = Live(self, console=self.console, refresh_per_second=4, transient=True)
             self._live.__enter__()
         return self
 
@@ -116,7 +114,9 @@ class TerminalObserver:
             self.last = f"iteration {data['iteration']} {data['status']}"
             self._line(_iteration_line(data), "green" if data["status"] == "ok" else "red")
         elif kind == EventType.CHECKPOINT_CREATED:
-            self._line(f"checkpoint {data['commit_sha'][:10]} (iteration {data['iteration']})", "blue")
+            self._line(
+                f"checkpoint {data['commit_sha'][:10]} (iteration {data['iteration']})", "blue"
+            )
         elif kind in (EventType.ERROR, EventType.WARNING):
             self._line(f"{kind}: {data.get('message', '')}", "red" if kind == "error" else "yellow")
         elif kind == EventType.RESUMED and data.get("interrupted_iterations"):
@@ -137,7 +137,9 @@ class TerminalObserver:
         elif isinstance(event, SessionStarted):
             self.last = f"session {event.session_id[:8]}"
         elif isinstance(event, ApiRetry):
-            self._line(f"  API retry {event.attempt}: {event.error or event.error_status}", "yellow")
+            self._line(
+                f"  API retry {event.attempt}: {event.error or event.error_status}", "yellow"
+            )
         elif isinstance(event, RateLimitSignal) and event.status != "allowed":
             self._line(f"  usage limit: {event.status}", "yellow")
         elif isinstance(event, PermissionDenied):

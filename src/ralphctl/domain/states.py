@@ -39,9 +39,7 @@ TRANSITIONS: dict[LoopStatus, frozenset[LoopStatus]] = {
         }
     ),
     LoopStatus.PAUSED: frozenset({LoopStatus.RUNNING, LoopStatus.STOPPED}),
-    LoopStatus.RATE_LIMITED: frozenset(
-        {LoopStatus.RUNNING, LoopStatus.PAUSED, LoopStatus.STOPPED}
-    ),
+    LoopStatus.RATE_LIMITED: frozenset({LoopStatus.RUNNING, LoopStatus.PAUSED, LoopStatus.STOPPED}),
     LoopStatus.COMPLETED: frozenset(),
     LoopStatus.BLOCKED: frozenset({LoopStatus.RUNNING}),
     LoopStatus.STOPPED: frozenset({LoopStatus.RUNNING}),

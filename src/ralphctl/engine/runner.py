@@ -97,7 +97,9 @@ class LoopRunner:
             try:
                 result, detection = await self._iteration(self.loop.iteration + 1)
             except AgentUnavailable as exc:
-                return await self._end(Decision(Action.STOP, StopReason.AGENT_UNAVAILABLE, str(exc)))
+                return await self._end(
+                    Decision(Action.STOP, StopReason.AGENT_UNAVAILABLE, str(exc))
+                )
             if result.interrupted or self.control.interrupt.is_set():
                 return await self._end(Decision(Action.STOP, StopReason.INTERRUPTED, "interrupted"))
             decision = evaluate(

@@ -31,7 +31,7 @@ def open_engine(url: str) -> Engine:
         with engine.connect() as conn:
             revision = schema_revision(conn)
         if revision != HEAD_REVISION:
-            from ralphctl.store.migrations import upgrade  # noqa: PLC0415 (Alembic is slow to import)
+            from ralphctl.store.migrations import upgrade
 
             upgrade(engine)
     except StoreError:

@@ -225,7 +225,7 @@ class Store:
             checkpoint_id = conn.execute(
                 insert(checkpoints).values(values).returning(checkpoints.c.id)
             ).scalar_one()
-        return CheckpointRecord(checkpoint_id, **values)
+        return CheckpointRecord(checkpoint_id, loop_id, iteration, commit_sha, snapshot, created_at)
 
     def checkpoints(self, loop_id: str) -> list[CheckpointRecord]:
         query = (

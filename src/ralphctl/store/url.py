@@ -31,7 +31,7 @@ def resolve_url(explicit: str | None) -> str:
 
 def default_path() -> Path:
     """The SQLite file used when nothing else is configured."""
-    from platformdirs import user_data_dir  # noqa: PLC0415 (only needed for the default)
+    from platformdirs import user_data_dir
 
     return Path(user_data_dir("ralphctl")) / "ralphctl.db"
 

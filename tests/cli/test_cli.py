@@ -1,0 +1,306 @@
+"""`ralphctl` as a user runs it: a real process, real exit codes, real output."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "RALPHCTL_DB": str(tmp_path / "ralphctl.db"),
+        "RALPHCTL_CONFIG": str(tmp_path / "no-user-config.toml"),
+        "COLUMNS": "200",
+    }
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "work"
+    path.mkdir()
+    return path
+
+
+def ralphctl(
+    *args: str, env: dict[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ralphctl", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def script(workdir: Path, *steps: dict[str, Any]) -> str:
+    path = workdir.parent / "script.json"
+    path.write_text(json.dumps({"steps": list(steps)}))
+    return str(path)
+
+
+def scripted_run(
+    workdir: Path, env: dict[str, str], *steps: dict[str, Any], extra: tuple[str, ...] = ()
+):
+    return ralphctl(
+        "run",
+        "--task",
+        "Do the work.",
+        "--script",
+        script(workdir, *steps),
+        "--cooldown=0",
+        "--checkpoint-interval=0",
+        "--workdir",
+        str(workdir),
+        "--json",
+        *extra,
+        env=env,
+    )
+
+
+DONE = {"text": "Finished.\n<promise>COMPLETE</promise>", "cost_usd": 0.25}
+
+
+def test_version_and_help(env):
+    assert ralphctl("--version", env=env).stdout.startswith("ralphctl ")
+    help_text = ralphctl("run", "--help", env=env).stdout
+    for flag in ("--max-iterations", "--agent-args", "--claude-args", "--dry-run", "--task-file"):
+        assert flag in help_text
+
+
+def test_a_completed_loop_exits_0_and_prints_a_json_summary(env, workdir):
+    result = scripted_run(workdir, env, {"text": "half"}, DONE)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "completed"
+    assert summary["iterations"] == 2
+    assert summary["cost_usd"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize(
+    ("step", "extra", "code", "status"),
+    [
+        ({"text": "still working"}, ("--max-iterations=2",), 1, "stopped"),
+        ({"text": "x", "cost_usd": 1}, ("--max-cost", "1.5"), 1, "stopped"),
+        ({"text": "<promise>BLOCKED: need a human</promise>"}, (), 4, "blocked"),
+        ({"is_error": True, "api_error_status": 529}, ("--max-iterations", "9"), 3, "failed"),
+    ],
+)
+def test_exit_codes_follow_the_stop_reason(env, workdir, step, extra, code, status):
+    result = scripted_run(workdir, env, step, extra=extra)
+    assert result.returncode == code, result.stderr
+    assert json.loads(result.stdout)["status"] == status
+
+
+def test_dry_run_shows_config_sources_command_and_prompt_without_a_database(env, workdir):
+    (workdir / "ralphctl.toml").write_text("[loops.defaults]\nmax_iterations = 42\n")
+    result = ralphctl(
+        "run",
+        "Fix the bug",
+        "--agent",
+        "claude",
+        "--agent-args=--model sonnet",
+        "--max-cost=5",
+        "--workdir",
+        str(workdir),
+        "--dry-run",
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "ralphctl.toml" in out  # where max_iterations came from
+    assert "42" in out
+    assert "-p --output-format stream-json --verbose" in out
+    assert "--permission-mode acceptEdits" in out
+    assert "--model sonnet" in out
+    assert "Fix the bug" in out
+    assert not Path(env["RALPHCTL_DB"]).exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("run",), "give the task once"),
+        (("run", "a", "--task", "b"), "give the task once"),
+        (("run", "--task-file", "/no/such/TASK.md"), "cannot read it"),
+        (("run", "x", "--max-iterations", "0"), "max_iterations (from flag)"),
+        (("run", "x", "--max-runtime", "soon"), "is not a duration"),
+        (("run", "x", "--agent", "nope"), "unknown agent"),
+        (("run", "x", "--workdir", "/no/such/dir"), "not a directory"),
+        (("run", "x", "--agent-args", "'unbalanced"), "--agent-args"),
+        (("run", "x", "--max-cost", "lots"), "--max-cost"),
+        (("history", "zzzzzzzz"), "no loop"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_clear_message(env, args, message):
+    result = ralphctl(*args, "--dry-run" if args[0] == "run" else "--json", env=env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_a_malformed_project_config_exits_2_naming_the_file(env, workdir):
+    (workdir / "ralphctl.toml").write_text("[loops.defaults]\nmax_cost_usd = 'cheap'\n")
+    result = scripted_run(workdir, env, DONE)
+    assert result.returncode == 2
+    assert "ralphctl.toml" in result.stderr
+    assert "max_cost_usd" in result.stderr
+
+
+def test_a_missing_claude_exits_3_saying_how_to_install_it(env, workdir):
+    env = {**env, "PATH": "/nonexistent", "RALPHCTL_CLAUDE_BIN": ""}
+    result = ralphctl("run", "x", "--workdir", str(workdir), env=env)
+    assert result.returncode == 3
+    assert "npm install -g @anthropic-ai/claude-code" in result.stderr
+
+
+def test_a_corrupt_database_is_a_clear_error(env, workdir):
+    Path(env["RALPHCTL_DB"]).write_bytes(os.urandom(4096))
+    result = scripted_run(workdir, env, DONE)
+    assert result.returncode == 2
+    assert "is not a ralphctl database" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_status_and_history_report_every_loop_and_iteration(env, workdir):
+    scripted_run(workdir, env, {"text": "one", "cost_usd": 0.1}, DONE)
+    loops = json.loads(ralphctl("status", "--json", env=env).stdout)
+    assert [loop["status"] for loop in loops] == ["completed"]
+    loop_id = loops[0]["id"]
+    history = json.loads(ralphctl("history", loop_id[:6], "--json", env=env).stdout)
+    assert [it["n"] for it in history["iterations"]] == [1, 2]
+    assert history["iterations"][1]["completion_signal_found"] is True
+    table = ralphctl("history", loop_id, env=env).stdout
+    assert "complete" in table
+    assert loop_id in ralphctl("status", env=env).stdout
+
+
+def test_resume_raises_a_budget_and_continues_with_the_totals_intact(env, workdir):
+    first = scripted_run(workdir, env, {"text": "working", "cost_usd": 0.1}, extra=("-n", "2"))
+    assert first.returncode == 1
+    loop_id = json.loads(first.stdout)["loop_id"]
+    again = ralphctl("resume", loop_id, "--max-iterations", "4", "--json", env=env)
+    assert again.returncode == 1, again.stderr
+    summary = json.loads(again.stdout)
+    assert summary["iterations"] == 4
+    assert summary["cost_usd"] == pytest.approx(0.4)
+
+
+def test_a_completed_loop_cannot_be_resumed(env, workdir):
+    loop_id = json.loads(scripted_run(workdir, env, DONE).stdout)["loop_id"]
+    result = ralphctl("resume", loop_id, env=env)
+    assert result.returncode == 2
+    assert "has completed" in result.stderr
+
+
+def start_slow_loop(env: dict[str, str], workdir: Path) -> subprocess.Popen[str]:
+    steps = [
+        {"text": "one", "cost_usd": 0.1},
+        {"text": "two", "cost_usd": 0.1},
+        {"text": "slow", "sleep_s": 60, "cost_usd": 0.1},
+        DONE,
+    ]
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ralphctl",
+            "run",
+            "--task",
+            "t",
+            "--script",
+            script(workdir, *steps),
+            "--cooldown",
+            "0",
+            "--checkpoint-interval",
+            "0",
+            "--workdir",
+            str(workdir),
+            "--json",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_iteration(db: str, n: int) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with sqlite3.connect(db) as conn:
+                row = conn.execute(
+                    "SELECT loop_id FROM iterations WHERE n = ? AND status = 'running'", (n,)
+                ).fetchone()
+            if row:
+                return str(row[0])
+        except sqlite3.OperationalError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"iteration {n} never started")
+
+
+def agent_pids(loop_id: str) -> list[int]:
+    """Processes whose environment names this loop (the agent and its children)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if f"RALPHCTL_LOOP_ID={loop_id}".encode() in environ.split(b"\0"):
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_ctrl_c_exits_130_kills_the_agent_and_resume_completes(env, workdir):
+    runner = start_slow_loop(env, workdir)
+    loop_id = wait_for_iteration(env["RALPHCTL_DB"], 3)
+    time.sleep(0.3)
+    runner.send_signal(signal.SIGINT)
+    out, err = runner.communicate(timeout=30)
+    assert runner.returncode == 130, err
+    assert json.loads(out)["stop_reason"] == "interrupted"
+    assert agent_pids(loop_id) == []
+    resumed = ralphctl("resume", loop_id, "--json", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["iterations"] == 4
+
+
+def test_kill_9_mid_iteration_loses_no_recorded_iteration(env, workdir):
+    runner = start_slow_loop(env, workdir)
+    loop_id = wait_for_iteration(env["RALPHCTL_DB"], 3)
+    runner.kill()
+    runner.wait(timeout=10)
+    for pid in agent_pids(loop_id):  # the orphaned agent, as after a real crash
+        os.kill(pid, signal.SIGKILL)
+
+    status = json.loads(ralphctl("status", "--json", env=env).stdout)[0]
+    assert status["status"] == "running"
+    assert status["runner_alive"] is False
+    resumed = ralphctl("resume", loop_id, "--json", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    history = json.loads(ralphctl("history", loop_id, "--json", env=env).stdout)
+    assert [(it["n"], it["status"]) for it in history["iterations"]] == [
+        (1, "ok"),
+        (2, "ok"),
+        (3, "interrupted"),
+        (4, "ok"),
+    ]
+    assert history["loop"]["cost_usd"] == pytest.approx(0.45)
