@@ -12,6 +12,8 @@ import pytest
 from ralphctl.store.repository import Store
 from tests.pg import create_schema, find_bin_dir, postgres_server
 
+pytest_plugins = ["tests.realcli.fixtures"]
+
 
 @pytest.fixture(scope="session")
 def postgres_server_url() -> Iterator[str]:

@@ -105,7 +105,9 @@ def test_a_killed_agent_without_result_line_is_an_error_that_says_so() -> None:
 def test_permission_denials_come_from_the_result_line() -> None:
     events, result = replay("permission_denials")
 
-    denied = "Claude requested permissions to write to /w/notes.txt, but you haven't granted it yet."
+    denied = (
+        "Claude requested permissions to write to /w/notes.txt, but you haven't granted it yet."
+    )
     assert PermissionDenied("Write", denied) in events
     assert result.permission_denials == (PermissionDenial("Write", "toolu_01", "/w/notes.txt"),)
     assert not result.is_error  # denials are reported, the run itself succeeded
@@ -116,7 +118,9 @@ def test_without_a_result_line_denials_come_from_the_permission_denied_lines() -
 
     _, result = replay_lines(lines, exited(-9))
 
-    denied = "Claude requested permissions to write to /w/notes.txt, but you haven't granted it yet."
+    denied = (
+        "Claude requested permissions to write to /w/notes.txt, but you haven't granted it yet."
+    )
     assert result.permission_denials == (PermissionDenial("Write", "toolu_01", denied),)
 
 

@@ -141,7 +141,7 @@ class Run:
         return tool, tool_input, f"The file {target} has been updated.", False
 
     def bash(self, command: str) -> tuple[str, dict[str, Any], str, bool]:
-        import subprocess  # noqa: PLC0415 - only steps with shell commands pay for it
+        import subprocess  # only steps with shell commands pay for it
 
         done = subprocess.run(
             command,

@@ -117,8 +117,9 @@ class TerminalObserver:
             self._line(
                 f"checkpoint {data['commit_sha'][:10]} (iteration {data['iteration']})", "blue"
             )
-        elif kind in (EventType.ERROR, EventType.WARNING):
-            self._line(f"{kind}: {data.get('message', '')}", "red" if kind == "error" else "yellow")
+        elif kind in (EventType.ERROR, EventType.WARNING):  # shown even when quiet
+            style = "red" if kind == EventType.ERROR else "yellow"
+            self._line(f"{kind}: {data.get('message', '')}", style, always=True)
         elif kind == EventType.RESUMED and data.get("interrupted_iterations"):
             self._line(
                 f"resuming: iteration(s) {data['interrupted_iterations']} were interrupted",
@@ -145,8 +146,8 @@ class TerminalObserver:
         elif isinstance(event, PermissionDenied):
             self._line(f"  permission denied: {event.tool_name}", "yellow")
 
-    def _line(self, message: str, style: str) -> None:
-        if self.quiet:
+    def _line(self, message: str, style: str, *, always: bool = False) -> None:
+        if self.quiet and not always:
             return
         self._end_text()
         self.console.print(Text(message, style), highlight=False)
