@@ -6,8 +6,11 @@ same number of times, in one run of this script:
     shell loop : for i in 1..N: RALPHCTL_ITERATION=i python -m ralphctl.agents.scripted_agent S
     ralphctl   : ralphctl run --agent scripted --script S --max-iterations N --cooldown 0
 
-overhead per iteration = (ralphctl wall time - start-up to the first spawn) / N - shell / N.
-Start-up to the first spawn is read from the loop's first `iteration_started` event.
+overhead per iteration = the slope of ralphctl's wall time between a short run (N/5
+iterations) and a long one (N), minus the shell loop's time per iteration: fixed costs
+(start-up, opening the database, the final summary) cancel out.
+Start-up to the first spawn: from launching `ralphctl run` to iteration 1's `started_at`,
+which the runner takes right before it spawns the agent.
 
 Budgets (printed, never asserted): <= 10 ms per iteration; <= 300 ms start-up to first spawn.
 
@@ -17,7 +20,6 @@ Budgets (printed, never asserted): <= 10 ms per iteration; <= 300 ms start-up to
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -44,7 +46,7 @@ def shell_loop(workdir: Path, script: Path) -> float:
     return time.perf_counter() - start
 
 
-def ralphctl_loop(workdir: Path, script: Path, db: Path) -> tuple[float, float]:
+def ralphctl_loop(workdir: Path, script: Path, db: Path, iterations: int) -> tuple[float, float]:
     command = [
         str(BIN / "ralphctl"),
         "run",
@@ -55,7 +57,7 @@ def ralphctl_loop(workdir: Path, script: Path, db: Path) -> tuple[float, float]:
         "--script",
         str(script),
         "--max-iterations",
-        str(ITERATIONS),
+        str(iterations),
         "--cooldown",
         "0",
         "--checkpoint-interval",
@@ -73,10 +75,7 @@ def ralphctl_loop(workdir: Path, script: Path, db: Path) -> tuple[float, float]:
     if result.returncode != 1:  # 1: stopped by max_iterations, as intended
         raise SystemExit(f"ralphctl run failed ({result.returncode}):\n{result.stderr}")
     with sqlite3.connect(db) as conn:
-        (first,) = conn.execute(
-            "SELECT timestamp FROM events WHERE event_type = 'iteration_started' "
-            "ORDER BY seq LIMIT 1"
-        ).fetchone()
+        (first,) = conn.execute("SELECT started_at FROM iterations WHERE n = 1").fetchone()
     startup = _epoch(first) - launched
     return wall, startup
 
@@ -99,11 +98,12 @@ def main() -> None:
             script = root / "script.json"
             script.write_text(json.dumps(SCRIPT))
             shell = shell_loop(workdir, script)
-            shutil.rmtree(workdir)
-            workdir.mkdir()
-            wall, startup = ralphctl_loop(workdir, script, root / "bench.db")
+            short = max(1, ITERATIONS // 5)
+            wall_short, startup = ralphctl_loop(workdir, script, root / "short.db", short)
+            wall_long, _ = ralphctl_loop(workdir, script, root / "long.db", ITERATIONS)
         shells.append(shell / ITERATIONS * 1000)
-        overheads.append(((wall - startup) - shell) / ITERATIONS * 1000)
+        slope = (wall_long - wall_short) / (ITERATIONS - short)
+        overheads.append((slope - shell / ITERATIONS) * 1000)
         startups.append(startup * 1000)
     shell_ms = statistics.median(shells)
     overhead_ms = statistics.median(overheads)

@@ -14,7 +14,7 @@ from ralphctl.agents.claude import ClaudeStreamParser
 from ralphctl.agents.events import AgentEvent, ToolOutput
 from tests.agents.streams import cassette_lines, exited
 
-BIG = 70_000  # past the size where the shortcut applies
+BIG = 70_000  # well past the size where the shortcut applies
 
 
 def reference_events(line: bytes) -> list[AgentEvent]:
@@ -39,7 +39,9 @@ def user_line(blocks: list[dict[str, Any]], *, structured: object, first: str = 
     return orjson.dumps(ordered)
 
 
-def tool_result(tool_use_id: str, content: str, is_error: bool | None, order: list[str]) -> dict:
+def tool_result(
+    tool_use_id: str, content: str, is_error: bool | None, order: list[str]
+) -> dict[str, Any]:
     fields: dict[str, Any] = {"tool_use_id": tool_use_id, "type": "tool_result", "content": content}
     if is_error is not None:
         fields["is_error"] = is_error

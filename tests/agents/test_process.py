@@ -7,7 +7,6 @@ import os
 import signal
 import sys
 import textwrap
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from ralphctl.agents.base import AgentCommand, AgentUnavailable, ProcessOutcome
 from ralphctl.agents.events import AgentEvent, TextChunk
 from ralphctl.agents.process import STDERR_TAIL_BYTES, run_agent
 from ralphctl.domain.model import IterationResult
+from tests.agents.procs import gone, group_members, reaped
 
 pytestmark = [
     pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc"),
@@ -71,48 +71,6 @@ def run(
     )
     assert recorder.outcome is not None
     return recorder, recorder.outcome
-
-
-def gone(pid: int) -> bool:
-    """A killed process is gone once it is no longer running or sleeping.
-
-    SIGKILL takes effect asynchronously: a process closes its files (so the agent's stdout
-    reaches EOF) a moment before it turns into a zombie. So this waits a little for it; a
-    zombie waiting for its new parent (init) counts as gone.
-    """
-    for _ in range(500):
-        if not alive(pid):
-            return True
-        time.sleep(0.01)
-    return False
-
-
-def alive(pid: int) -> bool:
-    """Running or sleeping; a zombie waiting for its parent (init) does not count."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live processes in process group ``pgid``."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rpartition(")")[2].split()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                members.append(int(entry.name))
-    return members
-
-
-def reaped(pid: int) -> bool:
-    """Our child is gone for good: no process, not even a zombie."""
-    return not Path(f"/proc/{pid}").exists()
 
 
 SPAWN_GRANDCHILD = """
@@ -192,17 +150,17 @@ def test_a_timeout_terminates_the_whole_group_including_grandchildren(tmp_path: 
 
     leader, grandchild = pids(recorder)
     assert outcome.timed_out
-    assert outcome.exit_code == -signal.SIGTERM
+    assert outcome.exit_code == -signal.SIGINT
     assert reaped(leader)
     assert gone(grandchild)
     assert all(gone(pid) for pid in group_members(leader))
 
 
-def test_an_agent_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: Path) -> None:
+def test_an_agent_that_ignores_sigint_is_killed_after_the_grace_period(tmp_path: Path) -> None:
     command = python(
         """
         import signal, time
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("stubborn", flush=True)
         time.sleep(60)
         """

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.mockapi import ApiError, Reply, ToolCall, Usage, expected_cost
+from tests.mockapi.turns import Turn
 from tests.realcli.harness import RealClaude
 
 pytestmark = pytest.mark.real_cli
@@ -57,7 +58,7 @@ def history(real_claude: RealClaude, loop_id: str) -> dict[str, Any]:
 
 
 def test_a_three_iteration_loop_writes_files_through_real_tools_and_completes(real_claude):
-    per_iteration = [
+    per_iteration: list[list[Turn]] = [
         [ToolCall("Write", {"file_path": "a.txt", "content": "a\n"}), Reply("Wrote a.txt.")],
         [
             ToolCall("Write", {"file_path": "b.txt", "content": "b\n"}, usage=Usage(2000, 50)),

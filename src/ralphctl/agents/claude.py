@@ -133,7 +133,10 @@ def _bypasses_permissions(extra: Sequence[str], flags: set[str], requested: str)
 
 
 def _usd(amount: float) -> str:
-    """A budget rounded down to 1/10000 USD, so the CLI never gets more than is left."""
+    """A budget rounded down to 1/10000 USD, so the CLI is never allowed more than is left.
+
+    The CLI checks its budget after each answer, so one answer can still overshoot it.
+    """
     return f"{math.floor(max(amount, 0.0) * 10_000) / 10_000:.4f}"
 
 
@@ -154,9 +157,10 @@ _SUMMARY_KEYS = (
 )
 _STDERR_EXCERPT_CHARS = 500
 
-# Large lines are ``user`` lines echoing tool output (whole files, twice: in the tool_result
-# and in ``tool_use_result``). Parsing them costs more than everything else put together.
-_FAST_PATH_MIN_BYTES = 64 * 1024
+# Most bytes of a real stream are ``user`` lines echoing tool output (whole files, twice: in
+# the tool_result and in ``tool_use_result``). From a few KB on, searching them for the few
+# keys that matter beats parsing them (bench/parse_throughput.py: about 2x on such lines).
+_FAST_PATH_MIN_BYTES = 4 * 1024
 _USER_LINE_PREFIX = b'{"type":"user","message":{'
 _TOOL_USE_RESULT_KEY = b'"tool_use_result":'
 _TOOL_USE_ID_KEY = b'"tool_use_id":"'
@@ -168,7 +172,8 @@ class ClaudeStreamParser:
     """Turns ``claude -p --output-format stream-json --verbose`` lines into events and a result.
 
     Never raises on bad input: lines that are not a JSON object are counted in
-    ``unparsed_lines``; unknown event types are ignored. Memory stays bounded: only the last
+    ``unparsed_lines``; unknown event types are ignored. If several ``result`` lines come, the
+    last one wins (the CLI's totals are cumulative). Memory stays bounded: only the last
     main-thread text, the last ``result`` object, init facts, the last rate-limit info and at
     most 100 permission denials are kept.
     """

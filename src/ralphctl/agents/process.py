@@ -3,15 +3,17 @@
 The process starts in a new session, so the agent and everything it spawns (its Bash tool's
 children included) form one process group that is signalled as a whole:
 
-- timeout: SIGTERM to the group, ``grace_s`` later SIGKILL;
-- ``interrupt`` set: SIGINT to the group (Claude ends its turn cleanly), ``grace_s`` later
-  SIGKILL; ``force`` set: SIGKILL at once;
+- timeout or ``interrupt`` set: SIGINT to the group (Claude Code then ends its turn cleanly
+  and still prints its result, with the cost), ``grace_s`` later SIGKILL;
+- ``force`` set: SIGKILL at once;
 - once the agent (the group leader) has exited, SIGKILL to whatever is left of its group, so
   a background child that still holds stdout cannot keep the read open. A process that left
   the group (``setsid``) and holds stdout delays the end by ``grace_s`` at most.
 
 The leader is always reaped before ``run_agent`` returns. ``ProcessOutcome.exit_code`` is the
-exit status as asyncio reports it: ``0..255``, or ``-N`` when signal N killed the agent.
+exit status as asyncio reports it: ``0..255``, or ``-N`` when signal N killed the agent. A
+program that catches the signal and exits by itself reports its own code instead: Claude Code
+exits with 143 (128 + SIGTERM) on SIGTERM, and with 0 after ending its turn on SIGINT.
 """
 
 from __future__ import annotations
@@ -210,7 +212,7 @@ async def _wait_for_exit(
         _signal_group(pid, signal.SIGKILL)
         await exited.wait()
         return False, first is force
-    _signal_group(pid, signal.SIGTERM if timed_out else signal.SIGINT)
+    _signal_group(pid, signal.SIGINT)  # not SIGTERM: Claude Code would exit without its cost
     if await _first_set((exited, force, broken), grace_s) is not exited:
         _signal_group(pid, signal.SIGKILL)
     await exited.wait()

@@ -115,7 +115,8 @@ class Run:
         """Perform one edit: (tool name, tool input, tool output, is_error)."""
         rel = str(edit.get("path", ""))
         target = os.path.realpath(os.path.join(self.cwd, rel))
-        if "delete" in edit:
+        tool_input: dict[str, Any]
+        if edit.get("delete"):
             tool, tool_input = "Bash", {"command": f"rm -- {rel}", "description": f"Delete {rel}"}
         elif "append" in edit:
             tool, tool_input = "Edit", {"file_path": target, "append": str(edit["append"])}
@@ -127,15 +128,12 @@ class Run:
         if not rel or os.path.commonpath([self.cwd, target]) != self.cwd or target == self.cwd:
             return tool, tool_input, f"refused: {rel!r} is outside the working directory", True
         try:
-            if "delete" in edit:
+            if tool == "Bash":
                 os.remove(target)
                 return tool, tool_input, "", False
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            mode, body = (
-                ("a", edit["append"]) if "append" in edit else ("w", edit.get("content", ""))
-            )
-            with open(target, mode, encoding="utf-8") as f:
-                f.write(str(body))
+            with open(target, "a" if tool == "Edit" else "w", encoding="utf-8") as f:
+                f.write(tool_input["append"] if tool == "Edit" else tool_input["content"])
         except OSError as exc:
             return tool, tool_input, f"{exc.strerror}: {rel}", True
         return tool, tool_input, f"The file {target} has been updated.", False

@@ -5,18 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-import uuid
-from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from ralphctl.cli.common import console, open_store
-from ralphctl.cli.run import DB, QUIET, execute_loop
-from ralphctl.domain.states import LoopStatus
+from ralphctl.cli.run import DB, QUIET, execute_loop, new_loop_record
 from ralphctl.settings import resolve_loop_config
-from ralphctl.store.records import LoopRecord
 
 TASK = """Build a tiny word-count library in this repository.
 
@@ -117,21 +114,8 @@ def demo_command(
     from ralphctl.agents.registry import adapter_for
 
     adapter = adapter_for("scripted", options={"script": str(script)})
-    store = open_store(db)
-    loop = store.create_loop(
-        LoopRecord(
-            id=uuid.uuid4().hex[:12],
-            name="demo: word-count library",
-            mode="fresh",
-            agent="scripted",
-            workdir=str(root),
-            task=TASK,
-            config=resolved.config.to_json(),
-            status=LoopStatus.PENDING,
-            created_at=datetime.now(UTC),
-        )
-    )
-    code = execute_loop(store, loop, resolved.config, adapter, quiet, json_out=False)
+    loop = new_loop_record("demo: word-count library", TASK, root, resolved.config)
+    code = execute_loop(partial(open_store, db), loop, resolved.config, adapter, quiet, False)
     log = _git(root, "log", "--oneline", "--decorate=no")
     console.print("[bold]git log of the demo repository:[/]")
     console.out(log.rstrip(), highlight=False)

@@ -9,7 +9,9 @@ import shlex
 import signal
 import socket
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,21 +102,9 @@ def run_command(
         _print_dry_run(resolved, adapter, text, root)
         return
     _check_agent(adapter)
-    store = open_store(db)
-    loop = store.create_loop(
-        LoopRecord(
-            id=uuid.uuid4().hex[:12],
-            name=name or _default_name(text),
-            mode="fresh",
-            agent=resolved.config.agent,
-            workdir=str(root),
-            task=text,
-            config=resolved.config.to_json(),
-            status=LoopStatus.PENDING,
-            created_at=datetime.now(UTC),
-        )
-    )
-    raise typer.Exit(execute_loop(store, loop, resolved.config, adapter, quiet, json_out))
+    loop = new_loop_record(name or _default_name(text), text, root, resolved.config)
+    opener = partial(open_store, db)  # opened while the first agent starts: see LoopRunner
+    raise typer.Exit(execute_loop(opener, loop, resolved.config, adapter, quiet, json_out))
 
 
 def resume_command(
@@ -155,8 +145,23 @@ def resume_command(
 # -- running --------------------------------------------------------------------------------
 
 
+def new_loop_record(name: str, task: str, workdir: Path, config: LoopConfig) -> LoopRecord:
+    """A fresh-context loop, not stored yet."""
+    return LoopRecord(
+        id=uuid.uuid4().hex[:12],
+        name=name,
+        mode="fresh",
+        agent=config.agent,
+        workdir=str(workdir),
+        task=task,
+        config=config.to_json(),
+        status=LoopStatus.PENDING,
+        created_at=datetime.now(UTC),
+    )
+
+
 def execute_loop(
-    store: Store,
+    store: Store | Callable[[], Store],
     loop: LoopRecord,
     config: LoopConfig,
     adapter: AgentAdapter,

@@ -105,9 +105,7 @@ class TerminalObserver:
         data = event.data
         kind = event.event_type
         if kind == EventType.ITERATION_STARTED:
-            self.iteration = data["iteration"]
-            self.last = "agent starting"
-            self._line(f"── iteration {self.iteration}/{self.config.max_iterations} ──", "bold")
+            self._header(data["iteration"])
         elif kind == EventType.ITERATION_COMPLETED:
             self.cost += data.get("cost_usd") or 0.0
             self.tokens += data.get("tokens") or 0
@@ -127,6 +125,7 @@ class TerminalObserver:
             )
 
     def on_agent_event(self, iteration: int, event: AgentEvent) -> None:
+        self._header(iteration)  # a new loop's first agent may speak before it is recorded
         if isinstance(event, TextChunk):
             self.last = "agent writing"
             if not self.quiet:
@@ -145,6 +144,12 @@ class TerminalObserver:
             self._line(f"  usage limit: {event.status}", "yellow")
         elif isinstance(event, PermissionDenied):
             self._line(f"  permission denied: {event.tool_name}", "yellow")
+
+    def _header(self, iteration: int) -> None:
+        if iteration != self.iteration:
+            self.iteration = iteration
+            self.last = "agent starting"
+            self._line(f"── iteration {iteration}/{self.config.max_iterations} ──", "bold")
 
     def _line(self, message: str, style: str, *, always: bool = False) -> None:
         if self.quiet and not always:

@@ -7,6 +7,7 @@ a crash at any moment loses at most the running iteration (marked interrupted on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import time
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ralphctl.agents.base import AgentAdapter, AgentRequest, AgentUnavailable
 from ralphctl.agents.events import AgentEvent
@@ -38,7 +39,9 @@ from ralphctl.engine.prompt import PastIteration, PromptContext, build_prompt
 from ralphctl.engine.sentinels import read_sentinel
 from ralphctl.engine.statefile import check_state_file, render_state, write_state
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
-from ralphctl.store.repository import Store
+
+if TYPE_CHECKING:
+    from ralphctl.store.repository import Store
 
 SUMMARY_CHARS = 200
 MIN_ITERATION_TIMEOUT_S = 1.0
@@ -65,7 +68,7 @@ class LoopRunner:
 
     def __init__(
         self,
-        store: Store,
+        store: Store | Callable[[], Store],
         adapter: AgentAdapter,
         loop: LoopRecord,
         config: LoopConfig,
@@ -74,7 +77,11 @@ class LoopRunner:
         control: RunControl | None = None,
         external: Callable[[], ExternalSignal | None] | None = None,
     ) -> None:
-        self.store = store
+        # A function instead of a store means a new loop, not stored yet: the first agent is
+        # spawned at once, and the store is opened (a heavy import), the loop created and the
+        # iteration recorded while it runs. This keeps start-up to the first spawn short.
+        self._store: Store | None = None if callable(store) else store
+        self._open_store: Callable[[], Store] | None = store if callable(store) else None
         self.adapter = adapter
         self.loop = loop
         self.config = config
@@ -87,9 +94,15 @@ class LoopRunner:
         self._runtime_base = loop.runtime_s
         self._segment_start = time.monotonic()
 
+    @property
+    def store(self) -> Store:
+        assert self._store is not None, "the store is opened with the first iteration"
+        return self._store
+
     async def run(self) -> LoopRecord:
         """Run until a stop condition, a pause or an interrupt; return the final record."""
-        await self._begin()
+        if self._open_store is None:
+            await self._begin()
         while True:
             decision = evaluate(self._totals(), self.config.budgets)
             if decision.action is not Action.CONTINUE:
@@ -119,32 +132,13 @@ class LoopRunner:
     async def _iteration(self, n: int) -> tuple[IterationResult, Detection]:
         prompt = self._prompt(n)
         started = IterationRecord(loop_id=self.loop.id, n=n, started_at=_now())
-        self.store.begin_iteration(started)
-        self._publish(EventType.ITERATION_STARTED, {"iteration": n})
-        request = AgentRequest(
-            prompt=prompt,
-            workdir=self.workdir,
-            iteration=n,
-            session_id=str(uuid.uuid4()),
-            extra_args=tuple(self.config.agent_args),
-            permission_mode=self.config.permission_mode,
-            remaining_cost_usd=remaining(self._totals(), self.config.budgets).cost_usd,
-        )
+        if self._open_store is None:
+            self._begin_iteration(started)
+        agent = asyncio.create_task(self._run_agent(n, prompt))
+        if self._open_store is not None:
+            await self._store_new_loop(started, agent)
         try:
-            command = self.adapter.build_command(request)
-            command = replace(
-                command,
-                env={**command.env, "RALPHCTL_ITERATION": str(n), "RALPHCTL_LOOP_ID": self.loop.id},
-            )
-            result = await run_agent(
-                command,
-                self.adapter.new_parser(),
-                cwd=self.workdir,
-                timeout=self._iteration_timeout(),
-                on_event=lambda event: self._agent_event(n, event),
-                interrupt=self.control.interrupt,
-                force=self.control.force,
-            )
+            result = await agent
         except AgentUnavailable as exc:
             self._record(started, IterationResult(is_error=True, error_message=str(exc)), None)
             raise
@@ -158,6 +152,52 @@ class LoopRunner:
         if self._checkpoints and n % interval == 0 and not result.interrupted:
             await self._checkpoint(n)
         return result, detection
+
+    def _begin_iteration(self, started: IterationRecord) -> None:
+        self.store.begin_iteration(started)
+        self._publish(EventType.ITERATION_STARTED, {"iteration": started.n})
+
+    async def _store_new_loop(
+        self, started: IterationRecord, agent: asyncio.Task[IterationResult]
+    ) -> None:
+        """Open the store in a worker thread while the first agent runs; record the start."""
+        assert self._open_store is not None
+        try:
+            self._store = await asyncio.to_thread(self._open_store)
+            self._open_store = None
+            self.loop = self.store.create_loop(self.loop)
+            await self._begin()
+            self._begin_iteration(started)
+        except BaseException:
+            self.control.force.set()  # nothing can be recorded: do not leave the agent running
+            with contextlib.suppress(BaseException):
+                await agent
+            raise
+
+    async def _run_agent(self, n: int, prompt: str) -> IterationResult:
+        request = AgentRequest(
+            prompt=prompt,
+            workdir=self.workdir,
+            iteration=n,
+            session_id=str(uuid.uuid4()),
+            extra_args=tuple(self.config.agent_args),
+            permission_mode=self.config.permission_mode,
+            remaining_cost_usd=remaining(self._totals(), self.config.budgets).cost_usd,
+        )
+        command = self.adapter.build_command(request)
+        command = replace(
+            command,
+            env={**command.env, "RALPHCTL_ITERATION": str(n), "RALPHCTL_LOOP_ID": self.loop.id},
+        )
+        return await run_agent(
+            command,
+            self.adapter.new_parser(),
+            cwd=self.workdir,
+            timeout=self._iteration_timeout(),
+            on_event=lambda event: self._agent_event(n, event),
+            interrupt=self.control.interrupt,
+            force=self.control.force,
+        )
 
     async def _checkpoint(self, n: int) -> None:
         outcome = await create_checkpoint(self.workdir, n)
@@ -203,74 +243,76 @@ class LoopRunner:
             tokens_output=self.loop.tokens_output + result.tokens.output,
             tokens_cache_read=self.loop.tokens_cache_read + result.tokens.cache_read,
             tokens_cache_write=self.loop.tokens_cache_write + result.tokens.cache_write,
-            consecutive_errors=(
-                self.loop.consecutive_errors + 1 if status in ("error", "timeout") else 0
-            ),
+            consecutive_errors=_consecutive_errors(self.loop.consecutive_errors, status),
             runtime_s=self._runtime(),
             agent_session_id=result.session_id or self.loop.agent_session_id,
         )
-        self.store.complete_iteration(done, self.loop)
+        if status in ("error", "timeout"):
+            self.store.add_error(
+                self.loop.id, done.n, _error_type(result), _error_text(done), _error_context(result)
+            )
+        stored = self.store.complete_iteration(
+            done, self.loop, self._iteration_events(done, result)
+        )
         self._history.append(done)
-        self._publish_iteration(done, result)
+        self._deliver(stored)
         self._write_state()
 
-    def _publish_iteration(self, done: IterationRecord, result: IterationResult) -> None:
+    def _iteration_events(
+        self, done: IterationRecord, result: IterationResult
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The events of a finished iteration, stored in the same transaction as the iteration."""
         n = done.n
-        self._publish(
-            EventType.ITERATION_COMPLETED,
-            {
-                "iteration": n,
-                "status": done.status,
-                "duration_ms": done.duration_ms,
-                "cost_usd": done.cost_usd,
-                "tokens": result.tokens.total,
-                "completion_signal_found": done.completion_signal_found,
-                "blocked_reason": done.blocked_reason,
-                "error": done.error_message,
-                "permission_denials": len(done.permission_denials),
-            },
-        )
-        if result.tokens.total:
-            self._publish(
-                EventType.TOKENS_USED,
+        batch: list[tuple[str, dict[str, Any]]] = [
+            (
+                EventType.ITERATION_COMPLETED,
                 {
                     "iteration": n,
-                    "input": result.tokens.input,
-                    "output": result.tokens.output,
-                    "cache_read": result.tokens.cache_read,
-                    "cache_write": result.tokens.cache_write,
-                    "total": self.loop.tokens_input + self.loop.tokens_output,
+                    "status": done.status,
+                    "duration_ms": done.duration_ms,
+                    "cost_usd": done.cost_usd,
+                    "tokens": result.tokens.total,
+                    "completion_signal_found": done.completion_signal_found,
+                    "blocked_reason": done.blocked_reason,
+                    "error": done.error_message,
+                    "permission_denials": len(done.permission_denials),
                 },
+            )
+        ]
+        if result.tokens.total:
+            tokens = result.tokens
+            batch.append(
+                (
+                    EventType.TOKENS_USED,
+                    {
+                        "iteration": n,
+                        "input": tokens.input,
+                        "output": tokens.output,
+                        "cache_read": tokens.cache_read,
+                        "cache_write": tokens.cache_write,
+                        "total": self.loop.tokens_input + self.loop.tokens_output,
+                    },
+                )
             )
         if result.cost_usd:
-            self._publish(
-                EventType.COST_INCURRED,
-                {"iteration": n, "cost_usd": result.cost_usd, "total_usd": self.loop.cost_usd},
+            batch.append(
+                (
+                    EventType.COST_INCURRED,
+                    {"iteration": n, "cost_usd": result.cost_usd, "total_usd": self.loop.cost_usd},
+                )
             )
         if done.completion_signal_found:
-            self._publish(EventType.COMPLETION_SIGNAL_DETECTED, {"iteration": n})
+            batch.append((EventType.COMPLETION_SIGNAL_DETECTED, {"iteration": n}))
         if done.status in ("error", "timeout"):
-            message = done.error_message or "the agent run failed"
-            context = {
-                "exit_code": result.exit_code,
-                "api_error_status": result.api_error_status,
-                "stderr_tail": result.stderr_tail[-4000:],
-                "output_tail": result.final_text[-2000:],
-                "unparsed_lines": result.unparsed_lines,
-                "timed_out": result.timed_out,
-            }
-            self.store.add_error(self.loop.id, n, _error_type(result), message, context)
-            self._publish(EventType.ERROR, {"iteration": n, "message": message})
+            batch.append((EventType.ERROR, {"iteration": n, "message": _error_text(done)}))
         if result.permission_denials:
-            tools = sorted({d.tool_name for d in result.permission_denials})
-            self._publish(
-                EventType.WARNING,
-                {
-                    "iteration": n,
-                    "message": f"permission denied for {', '.join(tools)}: the agent could not "
-                    f"use them in permission mode {self.config.permission_mode!r}",
-                },
+            tools = ", ".join(sorted({d.tool_name for d in result.permission_denials}))
+            message = (
+                f"permission denied for {tools}: the agent could not use them in permission "
+                f"mode {self.config.permission_mode!r}"
             )
+            batch.append((EventType.WARNING, {"iteration": n, "message": message}))
+        return [(str(kind), data) for kind, data in batch]
 
     # -- loop lifecycle ------------------------------------------------------------------
 
@@ -390,9 +432,12 @@ class LoopRunner:
         }
 
     def _publish(self, event_type: EventType, data: dict[str, Any]) -> None:
-        record = self.store.append_event(self.loop.id, str(event_type), data)
+        self._deliver([self.store.append_event(self.loop.id, str(event_type), data)])
+
+    def _deliver(self, stored: list[EventRecord]) -> None:
         if self.observer:
-            self.observer.on_event(record)
+            for record in stored:
+                self.observer.on_event(record)
 
     def _agent_event(self, n: int, event: AgentEvent) -> None:
         if self.observer:
@@ -433,6 +478,28 @@ def _error_type(result: IterationResult) -> str:
     if result.exit_code not in (0, None):
         return "agent_exit"
     return "agent_error"
+
+
+def _consecutive_errors(before: int, status: str) -> int:
+    """Errors and timeouts count; an interrupt (the user's doing) leaves the count as it was."""
+    if status in ("error", "timeout"):
+        return before + 1
+    return before if status == "interrupted" else 0
+
+
+def _error_text(done: IterationRecord) -> str:
+    return done.error_message or "the agent run failed"
+
+
+def _error_context(result: IterationResult) -> dict[str, Any]:
+    return {
+        "exit_code": result.exit_code,
+        "api_error_status": result.api_error_status,
+        "stderr_tail": result.stderr_tail[-4000:],
+        "output_tail": result.final_text[-2000:],
+        "unparsed_lines": result.unparsed_lines,
+        "timed_out": result.timed_out,
+    }
 
 
 def _summary(result: IterationResult) -> str:

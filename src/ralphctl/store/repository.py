@@ -6,14 +6,14 @@ nothing. Errors reach callers as ``StoreError`` with a message fit for the user.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields, replace
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, func, insert, select, update
+from sqlalchemy import Connection, Engine, Row, bindparam, func, insert, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from ralphctl.domain.states import LoopStatus, StopReason
@@ -37,6 +37,15 @@ INTERRUPTED_MESSAGE = "interrupted: the runner stopped before the iteration fini
 _EVENTS_LOCK_KEY = 0x7261_6C65
 _LOOP_KEYS = frozenset({"id", "created_at"})
 _ITERATION_KEYS = frozenset({"loop_id", "n"})
+
+# Hot-path statements are built once: SQLAlchemy then reuses their compiled form (the SET
+# clause comes from the parameter keys), which keeps a loop iteration's bookkeeping cheap.
+_UPDATE_LOOP = loops.update().where(loops.c.id == bindparam("key_id"))
+_UPDATE_ITERATION = iterations.update().where(
+    iterations.c.loop_id == bindparam("key_loop_id"), iterations.c.n == bindparam("key_n")
+)
+_INSERT_ITERATION = iterations.insert()
+_INSERT_EVENT = events.insert().returning(events.c.seq)
 
 
 class Store:
@@ -119,22 +128,28 @@ class Store:
         """Record that an iteration started (status ``running``)."""
         values = _values(replace(iteration, status="running"))
         with self._transaction(f"record the start of iteration {iteration.n}") as conn:
-            conn.execute(insert(iterations).values(values))
+            conn.execute(_INSERT_ITERATION, values)
 
-    def complete_iteration(self, iteration: IterationRecord, loop: LoopRecord) -> None:
-        """Write the finished iteration and the loop's new totals in one transaction."""
+    def complete_iteration(
+        self,
+        iteration: IterationRecord,
+        loop: LoopRecord,
+        events: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> list[EventRecord]:
+        """Write the finished iteration, the loop's new totals and its events in one transaction.
+
+        Returns the stored events (with their seqs), for publishing.
+        """
         if iteration.loop_id != loop.id:
             raise ValueError(f"iteration of loop {iteration.loop_id!r} given with loop {loop.id!r}")
         values = {k: v for k, v in _values(iteration).items() if k not in _ITERATION_KEYS}
+        values |= {"key_loop_id": iteration.loop_id, "key_n": iteration.n}
         with self._transaction(f"record iteration {iteration.n}") as conn:
-            result = conn.execute(
-                update(iterations)
-                .where(iterations.c.loop_id == iteration.loop_id, iterations.c.n == iteration.n)
-                .values(values)
-            )
+            result = conn.execute(_UPDATE_ITERATION, values)
             if result.rowcount == 0:
                 raise StoreError(f"iteration {iteration.n} of loop {loop.id!r} was never begun")
             _update_loop(conn, loop)
+            return _insert_events(conn, loop.id, events)
 
     def interrupt_running_iterations(self, loop_id: str) -> list[int]:
         """Mark iterations left ``running`` (by a runner that died) as interrupted."""
@@ -155,20 +170,15 @@ class Store:
     # Events and errors
 
     def append_event(self, loop_id: str, event_type: str, data: dict[str, Any]) -> EventRecord:
-        timestamp = _now()
-        values = {
-            "loop_id": loop_id,
-            "event_type": event_type,
-            "data": data,
-            "timestamp": timestamp,
-        }
-        with self._transaction(f"record event {event_type!r}") as conn:
-            if conn.dialect.name == "postgresql":
-                # Take seqs and commit in one order, so that a reader resuming after a seq never
-                # misses a smaller one committed later (SQLite serialises writers anyway).
-                conn.execute(select(func.pg_advisory_xact_lock(_EVENTS_LOCK_KEY)))
-            seq = conn.execute(insert(events).values(values).returning(events.c.seq)).scalar_one()
-        return EventRecord(seq, loop_id, event_type, data, timestamp)
+        (stored,) = self.append_events(loop_id, [(event_type, data)])
+        return stored
+
+    def append_events(
+        self, loop_id: str, batch: Sequence[tuple[str, dict[str, Any]]]
+    ) -> list[EventRecord]:
+        """Store several events in one transaction, in order."""
+        with self._transaction("record events") as conn:
+            return _insert_events(conn, loop_id, batch)
 
     def events_since(
         self, seq: int, loop_id: str | None = None, limit: int = 1000
@@ -247,9 +257,30 @@ class Store:
 def _update_loop(conn: Connection, loop: LoopRecord) -> LoopRecord:
     stored = replace(loop, updated_at=_now())
     values = {k: v for k, v in _loop_values(stored).items() if k not in _LOOP_KEYS}
-    result = conn.execute(update(loops).where(loops.c.id == loop.id).values(values))
+    result = conn.execute(_UPDATE_LOOP, values | {"key_id": loop.id})
     if result.rowcount == 0:
         raise LoopNotFound(f"no loop with id {loop.id!r}")
+    return stored
+
+
+def _insert_events(
+    conn: Connection, loop_id: str, batch: Sequence[tuple[str, dict[str, Any]]]
+) -> list[EventRecord]:
+    if batch and conn.dialect.name == "postgresql":
+        # Take seqs and commit in one order, so that a reader resuming after a seq never
+        # misses a smaller one committed later (SQLite serialises writers anyway).
+        conn.execute(select(func.pg_advisory_xact_lock(_EVENTS_LOCK_KEY)))
+    stored = []
+    for event_type, data in batch:
+        timestamp = _now()
+        values = {
+            "loop_id": loop_id,
+            "event_type": event_type,
+            "data": data,
+            "timestamp": timestamp,
+        }
+        seq = conn.execute(_INSERT_EVENT, values).scalar_one()
+        stored.append(EventRecord(seq, loop_id, event_type, data, timestamp))
     return stored
 
 

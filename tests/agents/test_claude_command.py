@@ -1,0 +1,199 @@
+"""ClaudeAdapter: the command line of one iteration, and finding the executable."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ralphctl.agents.base import AgentRequest, AgentUnavailable
+from ralphctl.agents.claude import ClaudeAdapter
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An executable called ``claude``, alone on PATH."""
+    binary = tmp_path / "bin" / "claude"
+    binary.parent.mkdir()
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.delenv("RALPHCTL_CLAUDE_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(binary.parent))
+    return binary
+
+
+@pytest.fixture
+def not_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+
+
+def request(*extra: str, **fields: Any) -> AgentRequest:
+    base = AgentRequest(
+        prompt="Fix the failing test.",
+        workdir=Path("/w"),
+        iteration=3,
+        session_id="sess-1",
+        extra_args=extra,
+    )
+    return replace(base, **fields)
+
+
+def argv(*extra: str, **fields: Any) -> Sequence[str]:
+    return ClaudeAdapter().build_command(request(*extra, **fields)).argv
+
+
+@pytest.mark.usefixtures("not_root")
+def test_the_command_streams_json_with_the_prompt_on_stdin(fake_claude: Path) -> None:
+    command = ClaudeAdapter().build_command(request())
+
+    assert list(command.argv) == [
+        str(fake_claude),
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-mode",
+        "acceptEdits",
+        "--session-id",
+        "sess-1",
+    ]
+    assert command.stdin == b"Fix the failing test."
+    assert dict(command.env) == {"RALPHCTL_ITERATION": "3"}
+
+
+@pytest.mark.usefixtures("fake_claude")
+def test_extra_args_come_last() -> None:
+    assert list(argv("--model", "opus", "--allowedTools", "Bash"))[-4:] == [
+        "--model",
+        "opus",
+        "--allowedTools",
+        "Bash",
+    ]
+
+
+@pytest.mark.usefixtures("fake_claude")
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ("--permission-mode", "plan"),
+        ("--permission-mode=plan",),
+        ("--dangerously-skip-permissions",),
+    ],
+)
+def test_the_users_permission_flags_win(extra: tuple[str, ...]) -> None:
+    command = argv(*extra)
+
+    assert command.count("--permission-mode") == ("--permission-mode" in extra)
+    assert "acceptEdits" not in command
+
+
+@pytest.mark.usefixtures("fake_claude")
+@pytest.mark.parametrize(
+    "extra", [("--session-id", "mine"), ("--resume", "abc"), ("-r", "abc"), ("--resume=abc",)]
+)
+def test_the_users_session_flags_replace_ours(extra: tuple[str, ...]) -> None:
+    command = argv(*extra)
+
+    assert "sess-1" not in command
+    assert command.count("--session-id") == ("--session-id" in extra)
+
+
+@pytest.mark.usefixtures("fake_claude")
+@pytest.mark.parametrize("flag", ["--continue", "-c", "--continue=yes"])
+def test_continue_is_refused_because_it_can_grab_another_session(flag: str) -> None:
+    with pytest.raises(ValueError, match="--resume <session-id>"):
+        argv(flag)
+
+
+@pytest.mark.usefixtures("fake_claude")
+def test_output_format_may_only_repeat_stream_json() -> None:
+    assert argv("--output-format", "stream-json").count("--output-format") == 1
+    given_with_equals = argv("--output-format=stream-json")
+    assert [a for a in given_with_equals if a.startswith("--output-format")] == [
+        "--output-format=stream-json"
+    ]
+    with pytest.raises(ValueError, match="--output-format json is not supported"):
+        argv("--output-format", "json")
+
+
+@pytest.mark.usefixtures("fake_claude")
+def test_flags_the_user_already_gave_are_not_repeated() -> None:
+    command = argv("--verbose", "--print")
+
+    assert command.count("--verbose") == 1
+    assert "-p" not in command
+
+
+@pytest.mark.usefixtures("fake_claude")
+def test_the_remaining_cost_budget_caps_the_iteration_rounded_down() -> None:
+    command = list(argv(remaining_cost_usd=1.23456))
+
+    assert command[command.index("--max-budget-usd") + 1] == "1.2345"
+    assert "--max-budget-usd" not in argv()
+    assert (
+        list(argv("--max-budget-usd", "0.5", remaining_cost_usd=2.0)).count("--max-budget-usd") == 1
+    )
+
+
+@pytest.mark.usefixtures("fake_claude")
+@pytest.mark.parametrize(
+    ("uid", "extra", "mode", "sandbox"),
+    [
+        (0, (), "bypassPermissions", True),
+        (0, ("--dangerously-skip-permissions",), "acceptEdits", True),
+        (0, ("--permission-mode", "bypassPermissions"), "acceptEdits", True),
+        (0, ("--permission-mode", "plan"), "bypassPermissions", False),
+        (0, (), "acceptEdits", False),
+        (1000, (), "bypassPermissions", False),
+    ],
+)
+def test_as_root_bypass_permissions_gets_is_sandbox(
+    monkeypatch: pytest.MonkeyPatch, uid: int, extra: tuple[str, ...], mode: str, sandbox: bool
+) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: uid)
+
+    command = ClaudeAdapter().build_command(request(*extra, permission_mode=mode))
+
+    assert ("IS_SANDBOX" in command.env) is sandbox
+
+
+def test_ralphctl_claude_bin_names_the_executable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    custom = tmp_path / "my-claude"
+    custom.write_text("#!/bin/sh\n")
+    custom.chmod(0o755)
+    monkeypatch.setenv("RALPHCTL_CLAUDE_BIN", str(custom))
+    monkeypatch.setenv("PATH", "")
+
+    ClaudeAdapter().check_available()
+    assert argv()[0] == str(custom)
+
+
+@pytest.mark.usefixtures("fake_claude")
+def test_claude_on_path_is_available() -> None:
+    ClaudeAdapter().check_available()
+
+
+def test_a_missing_cli_is_unavailable_with_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RALPHCTL_CLAUDE_BIN", raising=False)
+    monkeypatch.setenv("PATH", "")
+
+    with pytest.raises(AgentUnavailable, match="npm install -g @anthropic-ai/claude-code"):
+        ClaudeAdapter().check_available()
+    assert argv()[0] == "claude"  # a dry run still shows a command
+
+
+def test_a_wrong_ralphctl_claude_bin_is_named_in_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RALPHCTL_CLAUDE_BIN", str(tmp_path / "nope"))
+
+    with pytest.raises(
+        AgentUnavailable, match=r"RALPHCTL_CLAUDE_BIN=.*nope.* is not an executable"
+    ):
+        ClaudeAdapter().check_available()
