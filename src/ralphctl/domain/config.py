@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from ralphctl.domain import defaults
 from ralphctl.domain.conditions import Budgets
 from ralphctl.domain.markers import Marker, parse_marker
 
@@ -43,20 +44,34 @@ class LoopConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
-    max_iterations: int = Field(100, ge=1, description="Stop after this many iterations.")
-    max_runtime: Duration = Field(4 * 3600.0, gt=0, description="Active running time budget.")
-    max_cost_usd: float = Field(300.0, gt=0, description="Stop once the loop has cost this much.")
-    max_tokens: int | None = Field(None, ge=1, description="Input + output tokens budget.")
-    checkpoint_interval: int = Field(5, ge=0, description="Git checkpoint every N (0: off).")
-    cooldown: Duration = Field(5.0, ge=0, description="Pause between iterations.")
-    completion_signal: str = Field(
-        "<promise>COMPLETE</promise>", min_length=1, description="What completes the loop."
+    max_iterations: int = Field(
+        defaults.MAX_ITERATIONS, ge=1, description="Stop after this many iterations."
     )
-    circuit_breaker_threshold: int = Field(5, ge=1, description="Consecutive errors that fail it.")
-    iteration_timeout: Duration = Field(3600.0, gt=0, description="Kill an iteration after this.")
+    max_runtime: Duration = Field(
+        defaults.MAX_RUNTIME_S, gt=0, description="Active running time budget."
+    )
+    max_cost_usd: float = Field(
+        defaults.MAX_COST_USD, gt=0, description="Stop once the loop has cost this much."
+    )
+    max_tokens: int | None = Field(None, ge=1, description="Input + output tokens budget.")
+    checkpoint_interval: int = Field(
+        defaults.CHECKPOINT_INTERVAL, ge=0, description="Git checkpoint every N (0: off)."
+    )
+    cooldown: Duration = Field(defaults.COOLDOWN_S, ge=0, description="Pause between iterations.")
+    completion_signal: str = Field(
+        defaults.COMPLETION_SIGNAL, min_length=1, description="What completes the loop."
+    )
+    circuit_breaker_threshold: int = Field(
+        defaults.CIRCUIT_BREAKER_THRESHOLD, ge=1, description="Consecutive errors that fail it."
+    )
+    iteration_timeout: Duration = Field(
+        defaults.ITERATION_TIMEOUT_S, gt=0, description="Kill an iteration after this."
+    )
     agent: str = Field("claude", min_length=1, description="Agent adapter name.")
     agent_args: list[str] = Field(default_factory=list, description="Extra agent CLI arguments.")
-    permission_mode: str = Field("acceptEdits", description="Claude Code --permission-mode.")
+    permission_mode: str = Field(
+        defaults.PERMISSION_MODE, description="Claude Code --permission-mode."
+    )
     script: str | None = Field(None, description="Script file of the scripted agent.")
 
     @field_validator("completion_signal")
