@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.config import ConfigInvalid, LoopConfig
 
 PROJECT_FILE = "ralphctl.toml"
 
@@ -74,25 +72,21 @@ def resolve_loop_config(
     )
     layers.append(("flag", {k: v for k, v in (overrides or {}).items() if v is not None}))
     merged: dict[str, Any] = {}
-    sources = dict.fromkeys(LoopConfig.model_fields, "default")
+    sources = dict.fromkeys(LoopConfig.field_names(), "default")
     for origin, values in layers:
         for key, value in values.items():
             merged[key] = value
             sources[key] = origin
     try:
-        return ResolvedConfig(LoopConfig(**merged), sources)
-    except ValidationError as exc:
+        return ResolvedConfig(LoopConfig.from_mapping(merged), sources)
+    except ConfigInvalid as exc:
         raise ConfigError(_explain(exc, sources)) from None
 
 
-def _explain(exc: ValidationError, sources: Mapping[str, str]) -> str:
+def _explain(exc: ConfigInvalid, sources: Mapping[str, str]) -> str:
     lines = []
-    for error in exc.errors():
-        field = ".".join(str(part) for part in error["loc"]) or "config"
-        origin = sources.get(str(error["loc"][0]) if error["loc"] else "", "")
-        where = "" if origin in ("", "default") else f" (from {origin})"
-        message = error["msg"].removeprefix("Value error, ")
-        if error["type"] == "extra_forbidden":
-            message = f"unknown setting; known: {', '.join(LoopConfig.model_fields)}"
-        lines.append(f"{field}{where}: {message}")
+    for name, problem in exc.errors.items():
+        origin = sources.get(name, "default")
+        where = "" if origin == "default" else f" (from {origin})"
+        lines.append(f"{name}{where}: {problem}")
     return "invalid configuration:\n  " + "\n  ".join(lines)

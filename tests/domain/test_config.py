@@ -1,7 +1,6 @@
 import pytest
-from pydantic import ValidationError
 
-from ralphctl.domain.config import LoopConfig, parse_duration
+from ralphctl.domain.config import ConfigInvalid, LoopConfig, parse_duration
 
 
 def test_defaults_are_the_seed_defaults():
@@ -28,7 +27,7 @@ def test_durations_accept_seconds_and_units(text, seconds):
 
 @pytest.mark.parametrize("text", ["", "soon", "4 hours", "1h-5m", "h"])
 def test_bad_durations_say_what_a_duration_is(text):
-    with pytest.raises(ValidationError, match="is not a duration"):
+    with pytest.raises(ConfigInvalid, match="is not a duration"):
         LoopConfig(max_runtime=text)
 
 
@@ -47,13 +46,29 @@ def test_bad_durations_say_what_a_duration_is(text):
     ],
 )
 def test_invalid_values_are_refused(field, value):
-    with pytest.raises(ValidationError):
+    with pytest.raises(ConfigInvalid):
         LoopConfig(**{field: value})
 
 
 def test_unknown_settings_are_errors_not_silently_ignored():
-    with pytest.raises(ValidationError, match="max_iteration"):
-        LoopConfig(max_iteration=3)  # type: ignore[call-arg]
+    with pytest.raises(ConfigInvalid, match="max_iteration: unknown setting; known: max_iter"):
+        LoopConfig.from_mapping({"max_iteration": 3})
+
+
+def test_every_invalid_field_is_reported_at_once():
+    with pytest.raises(ConfigInvalid) as caught:
+        LoopConfig(max_iterations=0, cooldown="soon", agent_args="--model x")  # type: ignore[arg-type]
+    assert set(caught.value.errors) == {"max_iterations", "cooldown", "agent_args"}
+
+
+def test_booleans_are_not_numbers():
+    with pytest.raises(ConfigInvalid, match="max_iterations"):
+        LoopConfig(max_iterations=True)
+
+
+def test_it_round_trips_through_json():
+    config = LoopConfig(max_runtime="90m", agent_args=("--model", "sonnet"))  # type: ignore[arg-type]
+    assert LoopConfig.from_mapping(config.to_json()) == config
 
 
 def test_budgets_carry_every_limit():

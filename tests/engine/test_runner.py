@@ -329,7 +329,7 @@ def test_a_loop_with_spent_budgets_ends_without_running_the_agent(db, workdir):
 def test_a_missing_agent_fails_the_loop_as_agent_unavailable(db, workdir, monkeypatch):
     monkeypatch.setenv("RALPHCTL_CLAUDE_BIN", str(workdir / "no-such-claude"))
     loop, config = new_loop(db, workdir, [{"text": DONE}])
-    config = config.model_copy(update={"agent": "claude"})
+    config = replace(config, agent="claude")
     final = asyncio.run(LoopRunner(db, adapter_for("claude"), loop, config).run())
     assert final.status is LoopStatus.FAILED
     assert final.stop_reason is StopReason.AGENT_UNAVAILABLE

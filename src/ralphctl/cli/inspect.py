@@ -45,7 +45,7 @@ def status_command(
             loop.id,
             _status_text(loop),
             f"{loop.iteration}/{loop.config.get('max_iterations', '?')}",
-            f"${loop.cost_usd:.2f}/{loop.config.get('max_cost_usd', '?')}",
+            f"${loop.cost_usd:.2f}/{float(loop.config['max_cost_usd']):g}",
             format_tokens(loop.tokens_input + loop.tokens_output),
             format_duration(loop.runtime_s),
             loop.agent,

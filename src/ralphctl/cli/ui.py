@@ -64,7 +64,7 @@ class TerminalObserver:
         self.started = time.monotonic()
         self.last = "starting"
         self._live: Live | None = None
-        self._text_open = False
+        self._partial = ""  # agent text after its last newline, printed once the line ends
 
     def __enter__(self) -> TerminalObserver:
         if self.console.is_terminal and not self.quiet:
@@ -129,8 +129,9 @@ class TerminalObserver:
         if isinstance(event, TextChunk):
             self.last = "agent writing"
             if not self.quiet:
-                self.console.out(event.text, end="", highlight=False)
-                self._text_open = not event.text.endswith("\n")
+                *lines, self._partial = (self._partial + event.text).split("\n")
+                for line in lines:
+                    self.console.out(line, highlight=False)
         elif isinstance(event, ToolCall):
             self.last = f"tool {event.name}"
             self._line(f"  → {event.name} {event.summary}".rstrip(), "dim")
@@ -158,9 +159,10 @@ class TerminalObserver:
         self.console.print(Text(message, style), highlight=False)
 
     def _end_text(self) -> None:
-        if self._text_open:
-            self.console.out("")
-            self._text_open = False
+        """Print the agent's unfinished line (whole lines only: the live line redraws below)."""
+        if self._partial:
+            self.console.out(self._partial, highlight=False)
+            self._partial = ""
 
 
 def _iteration_line(data: dict[str, object]) -> str:
@@ -191,7 +193,7 @@ def summary_table(loop: LoopRecord) -> Table:
         table.add_row("detail", escape(loop.stop_detail))
     max_iterations = loop.config.get("max_iterations")
     table.add_row("iterations", f"{loop.iteration}/{max_iterations}")
-    table.add_row("cost", f"${loop.cost_usd:.4f} of ${loop.config.get('max_cost_usd')}")
+    table.add_row("cost", f"${loop.cost_usd:.4f} of ${float(loop.config['max_cost_usd']):.2f}")
     tokens = loop.tokens_input + loop.tokens_output
     table.add_row("tokens", f"{tokens} (in {loop.tokens_input}, out {loop.tokens_output})")
     table.add_row("runtime", format_duration(loop.runtime_s))

@@ -1,15 +1,17 @@
 """``LoopConfig``: every setting of one loop, validated, with the seed's defaults.
 
-Pure data: reading ``ralphctl.toml`` and flags happens in ``ralphctl.settings``. The Stop hook
-never imports this module (pydantic is not on its hot path).
+Pure data: reading ``ralphctl.toml`` and flags happens in ``ralphctl.settings``. Validation is
+written out here rather than done by pydantic: importing and building a pydantic model costs
+about 140 ms on a slow machine, more than every other step before ``ralphctl run`` spawns its
+first agent (budget: 300 ms), and the Stop hook must validate without it too.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 from ralphctl.domain import defaults
 from ralphctl.domain.conditions import Budgets
@@ -21,10 +23,20 @@ _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions")
 
 
-def parse_duration(value: object) -> object:
-    """Accept seconds as a number or text like ``90``, ``45s``, ``30m``, ``4h``, ``1h30m``."""
+class ConfigInvalid(ValueError):
+    """One or more settings are invalid; ``errors`` maps each field to what is wrong with it."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        self.errors = dict(errors)
+        super().__init__("; ".join(f"{name}: {problem}" for name, problem in self.errors.items()))
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a number or text like ``90``, ``45s``, ``30m``, ``4h``, ``1h30m``."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{value!r} is not a duration: use seconds or e.g. 90s, 30m, 4h, 1h30m")
     if not isinstance(value, str):
-        return value
+        return float(value)
     text = value.strip().lower().replace(" ", "")
     try:
         return float(text)
@@ -36,56 +48,51 @@ def parse_duration(value: object) -> object:
     return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
 
 
-Duration = Annotated[float, BeforeValidator(parse_duration)]
+@dataclass(frozen=True, slots=True)
+class LoopConfig:
+    """Budgets and behaviour of one loop; invalid values raise ConfigInvalid on construction.
 
+    Durations may be given as text (``"4h"``) and are stored as seconds.
+    """
 
-class LoopConfig(BaseModel):
-    """Budgets and behaviour of one loop. Unknown keys are errors, not silently ignored."""
+    max_iterations: int = defaults.MAX_ITERATIONS
+    max_runtime: float = defaults.MAX_RUNTIME_S
+    max_cost_usd: float = defaults.MAX_COST_USD
+    max_tokens: int | None = None
+    checkpoint_interval: int = defaults.CHECKPOINT_INTERVAL
+    cooldown: float = defaults.COOLDOWN_S
+    completion_signal: str = defaults.COMPLETION_SIGNAL
+    circuit_breaker_threshold: int = defaults.CIRCUIT_BREAKER_THRESHOLD
+    iteration_timeout: float = defaults.ITERATION_TIMEOUT_S
+    agent: str = "claude"
+    agent_args: tuple[str, ...] = field(default=())
+    permission_mode: str = defaults.PERMISSION_MODE
+    script: str | None = None
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    def __post_init__(self) -> None:
+        errors: dict[str, str] = {}
+        for name, check in _CHECKS.items():
+            try:
+                object.__setattr__(self, name, check(getattr(self, name)))
+            except ValueError as exc:
+                errors[name] = str(exc)
+        if errors:
+            raise ConfigInvalid(errors)
 
-    max_iterations: int = Field(
-        defaults.MAX_ITERATIONS, ge=1, description="Stop after this many iterations."
-    )
-    max_runtime: Duration = Field(
-        defaults.MAX_RUNTIME_S, gt=0, description="Active running time budget."
-    )
-    max_cost_usd: float = Field(
-        defaults.MAX_COST_USD, gt=0, description="Stop once the loop has cost this much."
-    )
-    max_tokens: int | None = Field(None, ge=1, description="Input + output tokens budget.")
-    checkpoint_interval: int = Field(
-        defaults.CHECKPOINT_INTERVAL, ge=0, description="Git checkpoint every N (0: off)."
-    )
-    cooldown: Duration = Field(defaults.COOLDOWN_S, ge=0, description="Pause between iterations.")
-    completion_signal: str = Field(
-        defaults.COMPLETION_SIGNAL, min_length=1, description="What completes the loop."
-    )
-    circuit_breaker_threshold: int = Field(
-        defaults.CIRCUIT_BREAKER_THRESHOLD, ge=1, description="Consecutive errors that fail it."
-    )
-    iteration_timeout: Duration = Field(
-        defaults.ITERATION_TIMEOUT_S, gt=0, description="Kill an iteration after this."
-    )
-    agent: str = Field("claude", min_length=1, description="Agent adapter name.")
-    agent_args: list[str] = Field(default_factory=list, description="Extra agent CLI arguments.")
-    permission_mode: str = Field(
-        defaults.PERMISSION_MODE, description="Claude Code --permission-mode."
-    )
-    script: str | None = Field(None, description="Script file of the scripted agent.")
-
-    @field_validator("completion_signal")
     @classmethod
-    def _marker_parses(cls, value: str) -> str:
-        parse_marker(value)
-        return value
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
 
-    @field_validator("permission_mode")
     @classmethod
-    def _known_permission_mode(cls, value: str) -> str:
-        if value not in PERMISSION_MODES:
-            raise ValueError(f"must be one of {', '.join(PERMISSION_MODES)}")
-        return value
+    def from_mapping(cls, values: Mapping[str, Any]) -> LoopConfig:
+        """Build from settings files and flags: unknown keys are errors, not silently ignored."""
+        known = cls.field_names()
+        unknown = {key: f"unknown setting; known: {', '.join(known)}" for key in values}
+        for key in known:
+            unknown.pop(key, None)
+        if unknown:
+            raise ConfigInvalid(unknown)
+        return cls(**values)
 
     @property
     def marker(self) -> Marker:
@@ -102,4 +109,85 @@ class LoopConfig(BaseModel):
         )
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        data = asdict(self)
+        data["agent_args"] = list(self.agent_args)
+        return data
+
+
+def _integer(minimum: int, *, optional: bool = False) -> Callable[[object], int | None]:
+    def check(value: object) -> int | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"must be a whole number >= {minimum}, not {value!r}")
+        if value < minimum:
+            raise ValueError(f"must be >= {minimum}, not {value}")
+        return value
+
+    return check
+
+
+def _positive_number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a number > 0, not {value!r}")
+    if value <= 0:
+        raise ValueError(f"must be > 0, not {value}")
+    return float(value)
+
+
+def _duration(minimum: float, *, inclusive: bool) -> Callable[[object], float]:
+    def check(value: object) -> float:
+        seconds = parse_duration(value)
+        if seconds < minimum or (seconds == minimum and not inclusive):
+            bound = ">=" if inclusive else ">"
+            raise ValueError(f"must be {bound} {minimum:g} seconds, not {value!r}")
+        return seconds
+
+    return check
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"must be non-empty text, not {value!r}")
+    return value
+
+
+def _signal(value: object) -> str:
+    text = _text(value)
+    parse_marker(text)
+    return text
+
+
+def _arguments(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise ValueError(f"must be a list of strings, not {value!r}")
+    if not all(isinstance(item, str) for item in value):
+        raise ValueError(f"must be a list of strings, not {value!r}")
+    return tuple(value)
+
+
+def _permission_mode(value: object) -> str:
+    if value not in PERMISSION_MODES:
+        raise ValueError(f"must be one of {', '.join(PERMISSION_MODES)}, not {value!r}")
+    return str(value)
+
+
+def _optional_text(value: object) -> str | None:
+    return None if value is None else _text(value)
+
+
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "max_iterations": _integer(1),
+    "max_runtime": _duration(0, inclusive=False),
+    "max_cost_usd": _positive_number,
+    "max_tokens": _integer(1, optional=True),
+    "checkpoint_interval": _integer(0),
+    "cooldown": _duration(0, inclusive=True),
+    "completion_signal": _signal,
+    "circuit_breaker_threshold": _integer(1),
+    "iteration_timeout": _duration(0, inclusive=False),
+    "agent": _text,
+    "agent_args": _arguments,
+    "permission_mode": _permission_mode,
+    "script": _optional_text,
+}
