@@ -304,3 +304,42 @@ def test_kill_9_mid_iteration_loses_no_recorded_iteration(env, workdir):
         (4, "ok"),
     ]
     assert history["loop"]["cost_usd"] == pytest.approx(0.45)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path):
+    """A 1 MiB filesystem (needs root to mount; CI runs as root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_stops_the_loop_with_exit_3_and_loses_nothing_recorded(env, workdir, tiny_disk):
+    env = {**env, "RALPHCTL_DB": str(tiny_disk / "ralphctl.db")}
+    assert ralphctl("status", env=env).returncode == 0  # creates the schema
+    filler = tiny_disk / "filler"
+    free = os.statvfs(tiny_disk).f_bavail * os.statvfs(tiny_disk).f_frsize
+    filler.write_bytes(b"\0" * max(0, free - 256 * 1024))
+    step = {"text": "x" * 2000, "cost_usd": 0.01, "tokens": {"input": 10, "output": 10}}
+
+    full = scripted_run(workdir, env, step, extra=("--max-iterations", "500"))
+
+    assert full.returncode == 3, full.stderr
+    assert "disk is full" in full.stderr
+    assert "ralphctl resume" in full.stderr
+    assert "Traceback" not in full.stderr
+    filler.unlink()
+    loops = json.loads(ralphctl("status", "--json", env=env).stdout)
+    loop_id = loops[0]["id"]
+    before = json.loads(ralphctl("history", loop_id, "--json", env=env).stdout)["iterations"]
+    recorded = [it["n"] for it in before if it["status"] == "ok"]
+    assert recorded == list(range(1, len(recorded) + 1))
+    assert len(recorded) > 0
+    resumed = ralphctl("resume", loop_id, "--max-iterations", str(len(before) + 2), env=env)
+    assert resumed.returncode == 1, resumed.stderr
+    after = json.loads(ralphctl("history", loop_id, "--json", env=env).stdout)["iterations"]
+    assert [it["n"] for it in after][: len(recorded)] == recorded

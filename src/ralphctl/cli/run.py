@@ -169,11 +169,21 @@ def execute_loop(
     json_out: bool,
 ) -> int:
     from ralphctl.engine.runner import LoopRunner
+    from ralphctl.store.errors import StoreError
 
     out = err_console if json_out else console
     with TerminalObserver(out, loop, config, quiet=quiet or json_out) as observer:
         runner = LoopRunner(store, adapter, loop, config, observer=observer)
-        final = asyncio.run(_run_with_signals(runner, observer))
+        try:
+            final = asyncio.run(_run_with_signals(runner, observer))
+        except StoreError as exc:
+            if not runner.stored:
+                raise  # the database could not be opened: a configuration problem (exit 2)
+            fail(
+                f"{exc}. The loop stopped; everything recorded before is kept. Fix the cause "
+                f"(e.g. free disk space), then: ralphctl resume {loop.id}",
+                EXIT_FAILED,
+            )
     if json_out:
         console.print_json(json.dumps(_summary_json(final)))
     else:

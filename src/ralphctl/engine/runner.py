@@ -95,6 +95,11 @@ class LoopRunner:
         self._segment_start = time.monotonic()
 
     @property
+    def stored(self) -> bool:
+        """Whether the loop exists in the store (a new loop is created with its first iteration)."""
+        return self._open_store is None
+
+    @property
     def store(self) -> Store:
         assert self._store is not None, "the store is opened with the first iteration"
         return self._store
@@ -164,8 +169,8 @@ class LoopRunner:
         assert self._open_store is not None
         try:
             self._store = await asyncio.to_thread(self._open_store)
-            self._open_store = None
             self.loop = self.store.create_loop(self.loop)
+            self._open_store = None
             await self._begin()
             self._begin_iteration(started)
         except BaseException:
