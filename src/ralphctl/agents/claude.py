@@ -38,7 +38,14 @@ from ralphctl.agents.events import (
     ToolCall,
     ToolOutput,
 )
-from ralphctl.domain.model import IterationResult, PermissionDenial, RateLimitInfo, TokenUsage
+from ralphctl.domain.model import (
+    IterationResult,
+    ModelTokens,
+    PermissionDenial,
+    RateLimitInfo,
+    TokenUsage,
+    ToolUse,
+)
 
 BIN_ENV = "RALPHCTL_CLAUDE_BIN"
 INSTALL_HINT = (
@@ -143,6 +150,7 @@ def _usd(amount: float) -> str:
 # --- the stream parser ---------------------------------------------------------------------
 
 _MAX_DENIALS = 100
+_MAX_TOOL_USES = 200
 _SUMMARY_CHARS = 80
 _SUMMARY_KEYS = (
     "file_path",
@@ -174,13 +182,14 @@ class ClaudeStreamParser:
     Never raises on bad input: lines that are not a JSON object are counted in
     ``unparsed_lines``; unknown event types are ignored. If several ``result`` lines come, the
     last one wins (the CLI's totals are cumulative). Memory stays bounded: only the last
-    main-thread text, the last ``result`` object, init facts, the last rate-limit info and at
-    most 100 permission denials are kept.
+    main-thread text and assistant error, the last ``result`` object, init facts, the last
+    rate-limit info, at most 100 permission denials and at most 200 tool calls are kept.
     """
 
     def __init__(self) -> None:
         self._init_session_id: str | None = None
         self._agent_version: str | None = None
+        self._model: str | None = None
         self._result: dict[str, Any] | None = None
         self._text: str = ""
         self._text_message_id: str | None = None
@@ -188,6 +197,8 @@ class ClaudeStreamParser:
         self._streamed_text = False
         self._denials: list[PermissionDenial] = []
         self._rate_limit: RateLimitInfo | None = None
+        self._assistant_error: str | None = None
+        self._tool_uses: list[ToolUse] = []
         self._unparsed = 0
         self._handlers: dict[str, Callable[[dict[str, Any]], list[AgentEvent]]] = {
             "system": self._system,
@@ -245,6 +256,12 @@ class ClaudeStreamParser:
             interrupted=outcome.interrupted,
             unparsed_lines=self._unparsed,
             agent_version=self._agent_version,
+            model=self._model,
+            model_tokens=_model_tokens(result),
+            tool_uses=tuple(self._tool_uses),
+            assistant_error=self._assistant_error,
+            terminal_reason=_str(result.get("terminal_reason")),
+            truncated=self._result is None,
         )
 
     # --- one handler per line type ---------------------------------------------------------
@@ -254,8 +271,8 @@ class ClaudeStreamParser:
         if subtype == "init":
             self._init_session_id = _str(obj.get("session_id"))
             self._agent_version = _str(obj.get("claude_code_version"))
-            model = _str(obj.get("model"))
-            return [SessionStarted(self._init_session_id or "", model, self._agent_version)]
+            self._model = _str(obj.get("model"))
+            return [SessionStarted(self._init_session_id or "", self._model, self._agent_version)]
         if subtype == "api_retry":
             return [
                 ApiRetry(
@@ -279,6 +296,8 @@ class ClaudeStreamParser:
         message_id = _str(message.get("id"))
         main_thread = obj.get("parent_tool_use_id") is None
         already_streamed = self._streamed_text and self._streamed_message_id in (None, message_id)
+        if main_thread:
+            self._assistant_error = _str(obj.get("error"))
         events: list[AgentEvent] = []
         for block in _list(message.get("content")):
             kind = block.get("type") if isinstance(block, dict) else None
@@ -291,7 +310,10 @@ class ClaudeStreamParser:
             elif kind == "tool_use":
                 name = _str(block.get("name")) or ""
                 tool_use_id = _str(block.get("id")) or ""
-                events.append(ToolCall(name, tool_use_id, summarise_tool_input(block.get("input"))))
+                summary = summarise_tool_input(block.get("input"))
+                if len(self._tool_uses) < _MAX_TOOL_USES:
+                    self._tool_uses.append(ToolUse(name, summary))
+                events.append(ToolCall(name, tool_use_id, summary))
         return events
 
     def _user(self, obj: dict[str, Any]) -> list[AgentEvent]:
@@ -399,20 +421,32 @@ def _tokens(result: dict[str, Any]) -> TokenUsage:
     covers the main loop only and undercounts; it is the fallback for CLIs without
     ``modelUsage``.
     """
-    per_model = [u for u in _dict(result.get("modelUsage")).values() if isinstance(u, dict)]
+    per_model = _model_tokens(result)
     if per_model:
-        return TokenUsage(
-            input=sum(_int(u.get("inputTokens")) or 0 for u in per_model),
-            output=sum(_int(u.get("outputTokens")) or 0 for u in per_model),
-            cache_read=sum(_int(u.get("cacheReadInputTokens")) or 0 for u in per_model),
-            cache_write=sum(_int(u.get("cacheCreationInputTokens")) or 0 for u in per_model),
-        )
+        return sum((entry.tokens for entry in per_model), TokenUsage())
     usage = _dict(result.get("usage"))
     return TokenUsage(
         input=_int(usage.get("input_tokens")) or 0,
         output=_int(usage.get("output_tokens")) or 0,
         cache_read=_int(usage.get("cache_read_input_tokens")) or 0,
         cache_write=_int(usage.get("cache_creation_input_tokens")) or 0,
+    )
+
+
+def _model_tokens(result: dict[str, Any]) -> tuple[ModelTokens, ...]:
+    """Tokens per model from the ``result`` line's ``modelUsage`` (empty on older CLIs)."""
+    return tuple(
+        ModelTokens(
+            model,
+            TokenUsage(
+                input=_int(u.get("inputTokens")) or 0,
+                output=_int(u.get("outputTokens")) or 0,
+                cache_read=_int(u.get("cacheReadInputTokens")) or 0,
+                cache_write=_int(u.get("cacheCreationInputTokens")) or 0,
+            ),
+        )
+        for model, u in _dict(result.get("modelUsage")).items()
+        if isinstance(u, dict)
     )
 
 

@@ -47,6 +47,22 @@ class RateLimitInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ModelTokens:
+    """The tokens one model used in a run: what prices a run whose agent reports no cost."""
+
+    model: str
+    tokens: TokenUsage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUse:
+    """One tool call of a run: the tool's name and a one-line summary (file, command…)."""
+
+    name: str
+    summary: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class IterationResult:
     """The normalised outcome of one agent run, whatever the agent.
 
@@ -71,3 +87,16 @@ class IterationResult:
     interrupted: bool = False
     unparsed_lines: int = 0
     agent_version: str | None = None
+    #: The main model of the run, and the tokens per model when the agent breaks them down.
+    model: str | None = None
+    model_tokens: tuple[ModelTokens, ...] = ()
+    #: The run's tool calls, in order (bounded by the parser).
+    tool_uses: tuple[ToolUse, ...] = ()
+    #: The agent's error category on its last assistant message (Claude: ``rate_limit``,
+    #: ``server_error``, ``authentication_failed``…).
+    assistant_error: str | None = None
+    #: Why the agent ended the run, in its own words (Claude: ``completed``, ``api_error``,
+    #: ``budget_exhausted``, ``max_turns``…).
+    terminal_reason: str | None = None
+    #: The agent's output ended without its closing record (Claude: no ``result`` line).
+    truncated: bool = False

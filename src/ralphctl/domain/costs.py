@@ -1,0 +1,153 @@
+"""What an iteration cost: the agent's reported cost, else its tokens priced from a table.
+
+Claude Code reports a cost (``cost_source = reported``). For an agent that reports only tokens,
+each model's tokens are priced per million from ``DEFAULT_PRICES`` or the user's
+``[loops.costs]`` overrides (``estimated``). A model with no price gives no cost at all (a
+partial sum would look complete): ``Cost.unpriced`` names it so the caller can warn once.
+
+Models are matched by name prefix, the longest listed prefix winning and ending at a
+separator (``claude-opus-4`` prices ``claude-opus-4-20250514`` but not ``claude-opus-40``).
+Names are compared in lower case, with provider prefixes (``us.anthropic.``, ``anthropic/``)
+and context suffixes (``[1m]``) dropped, so ``claude-opus-5[1m]`` is priced as
+``claude-opus-5``. A newer version of a family is therefore priced like the closest listed
+prefix until the table (or the user's config) lists it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from ralphctl.domain.model import IterationResult, ModelTokens, TokenUsage
+
+#: When the shipped prices were checked against Anthropic's pricing pages (docs/guards.md).
+PRICES_AS_OF = "2026-11-21"
+PER_MILLION = 1_000_000
+#: The model name used in ``Cost.unpriced`` when the agent reported tokens but no model.
+UNNAMED_MODEL = "(unnamed model)"
+_SEPARATORS = frozenset("-_.:@")
+
+
+class CostSource(StrEnum):
+    REPORTED = "reported"
+    ESTIMATED = "estimated"
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """US dollars per million tokens; ``cache_write`` is the 5-minute cache write price."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+
+    def cost(self, tokens: TokenUsage) -> float:
+        return (
+            tokens.input * self.input
+            + tokens.output * self.output
+            + tokens.cache_read * self.cache_read
+            + tokens.cache_write * self.cache_write
+        ) / PER_MILLION
+
+
+_FABLE_5 = Price(input=10.0, output=50.0, cache_read=1.0, cache_write=12.5)
+_FABLE_5_1 = Price(input=10.0, output=50.0, cache_read=0.25, cache_write=12.5)
+_OPUS_5_5 = Price(input=4.0, output=20.0, cache_read=0.2, cache_write=5.0)
+_OPUS_4_5 = Price(input=5.0, output=25.0, cache_read=0.5, cache_write=6.25)
+_OPUS_4 = Price(input=15.0, output=75.0, cache_read=1.5, cache_write=18.75)
+_SONNET_5_5 = Price(input=2.0, output=10.0, cache_read=0.1, cache_write=2.5)
+_SONNET_5 = Price(input=2.0, output=10.0, cache_read=0.2, cache_write=2.5)
+_SONNET_3_5 = Price(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
+_HAIKU_5_5 = Price(input=0.1, output=0.5, cache_read=0.01, cache_write=0.125)
+_HAIKU_4_5 = Price(input=1.0, output=5.0, cache_read=0.1, cache_write=1.25)
+_HAIKU_3_5 = Price(input=0.8, output=4.0, cache_read=0.08, cache_write=1.0)
+_HAIKU_3 = Price(input=0.25, output=1.25, cache_read=0.03, cache_write=0.3)
+
+#: Model-name prefix → price, as of ``PRICES_AS_OF``. Haiku 5.5 is its price for prompts up
+#: to 100,000 tokens (longer prompts cost 5x; per-request prompt sizes are not known here).
+DEFAULT_PRICES: Mapping[str, Price] = MappingProxyType(
+    {
+        "claude-fable-5-1": _FABLE_5_1,
+        "claude-mythos-5-1": _FABLE_5_1,
+        "claude-fable-5": _FABLE_5,
+        "claude-mythos-5": _FABLE_5,
+        "claude-opus-5-5": _OPUS_5_5,
+        "claude-opus-5": _OPUS_4_5,
+        "claude-opus-4-8": _OPUS_4_5,
+        "claude-opus-4-7": _OPUS_4_5,
+        "claude-opus-4-6": _OPUS_4_5,
+        "claude-opus-4-5": _OPUS_4_5,
+        "claude-opus-4": _OPUS_4,
+        "claude-3-opus": _OPUS_4,
+        "claude-sonnet-5-5": _SONNET_5_5,
+        "claude-sonnet-5": _SONNET_5,
+        "claude-sonnet-4": _SONNET_3_5,
+        "claude-3-7-sonnet": _SONNET_3_5,
+        "claude-3-5-sonnet": _SONNET_3_5,
+        "claude-haiku-5-5": _HAIKU_5_5,
+        "claude-haiku-4-5": _HAIKU_4_5,
+        "claude-3-5-haiku": _HAIKU_3_5,
+        "claude-3-haiku": _HAIKU_3,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """An iteration's cost: ``usd`` None means unknown; ``unpriced`` lists models without a
+    price (the reason it is unknown), for a warning the caller shows once per model."""
+
+    usd: float | None
+    source: CostSource | None
+    unpriced: tuple[str, ...] = ()
+
+
+def iteration_cost(result: IterationResult, prices: Mapping[str, Price] = DEFAULT_PRICES) -> Cost:
+    """The reported cost if the agent gave one, else its tokens priced per model."""
+    if result.cost_usd is not None:
+        return Cost(result.cost_usd, CostSource.REPORTED)
+    usage = result.model_tokens or (
+        (ModelTokens(result.model or UNNAMED_MODEL, result.tokens),)
+        if result.tokens != TokenUsage()
+        else ()
+    )
+    if not usage:
+        return Cost(None, None)
+    priced = [(entry, price_for(entry.model, prices)) for entry in usage]
+    unpriced = tuple(sorted({entry.model for entry, price in priced if price is None}))
+    if unpriced:
+        return Cost(None, None, unpriced)
+    total = sum(price.cost(entry.tokens) for entry, price in priced if price is not None)
+    return Cost(total, CostSource.ESTIMATED)
+
+
+def price_for(model: str, prices: Mapping[str, Price] = DEFAULT_PRICES) -> Price | None:
+    """The price of the longest prefix of ``model`` listed in ``prices`` (see the module)."""
+    best: tuple[int, Price] | None = None
+    for name in _names(model):
+        for prefix, price in prices.items():
+            key = prefix.lower()
+            matches = name == key or (name.startswith(key) and name[len(key)] in _SEPARATORS)
+            if matches and (best is None or len(key) > best[0]):
+                best = (len(key), price)
+    return None if best is None else best[1]
+
+
+def tokens_for_budget(usage: TokenUsage, *, include_cache: bool) -> int:
+    """What the ``max_tokens`` budget counts: input + output, plus cache reads and writes when
+    ``include_cache`` is set."""
+    cache = usage.cache_read + usage.cache_write if include_cache else 0
+    return usage.total + cache
+
+
+def _names(model: str) -> list[str]:
+    """``model`` in lower case without its ``[…]`` suffix, then without each provider prefix."""
+    name = model.strip().lower().partition("[")[0]
+    names = [name]
+    for index, char in enumerate(name):
+        if char in "/.":
+            names.append(name[index + 1 :])
+    return names

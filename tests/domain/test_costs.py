@@ -1,0 +1,173 @@
+"""Iteration cost: reported beats estimated; unknown models give no cost; the token budget."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ralphctl.domain.costs import (
+    DEFAULT_PRICES,
+    PRICES_AS_OF,
+    UNNAMED_MODEL,
+    Cost,
+    CostSource,
+    Price,
+    iteration_cost,
+    price_for,
+    tokens_for_budget,
+)
+from ralphctl.domain.model import IterationResult, ModelTokens, TokenUsage, ToolUse
+from tests.agents.streams import REAL_CLI_CASSETTES, cassette_lines, exited, replay_lines
+
+MILLION = TokenUsage(input=1_000_000, output=1_000_000, cache_read=1_000_000, cache_write=1_000_000)
+
+
+@pytest.mark.parametrize(
+    ("model", "per_million"),
+    [
+        ("claude-opus-5-5", (4.0, 20.0, 0.2, 5.0)),
+        ("claude-opus-5[1m]", (5.0, 25.0, 0.5, 6.25)),
+        ("claude-opus-4-5-20251101", (5.0, 25.0, 0.5, 6.25)),
+        ("claude-opus-4-1-20250805", (15.0, 75.0, 1.5, 18.75)),
+        ("claude-opus-4-20250514", (15.0, 75.0, 1.5, 18.75)),
+        ("claude-sonnet-5-5", (2.0, 10.0, 0.1, 2.5)),
+        ("claude-sonnet-5", (2.0, 10.0, 0.2, 2.5)),
+        ("claude-sonnet-4-5-20250929", (3.0, 15.0, 0.3, 3.75)),
+        ("claude-3-5-sonnet-20241022", (3.0, 15.0, 0.3, 3.75)),
+        ("claude-haiku-5-5", (0.1, 0.5, 0.01, 0.125)),
+        ("claude-haiku-4-5-20251001", (1.0, 5.0, 0.1, 1.25)),
+        ("claude-3-5-haiku-20241022", (0.8, 4.0, 0.08, 1.0)),
+        ("claude-3-haiku-20240307", (0.25, 1.25, 0.03, 0.3)),
+        ("claude-fable-5-1", (10.0, 50.0, 0.25, 12.5)),
+        ("Claude-Opus-5-5", (4.0, 20.0, 0.2, 5.0)),
+        ("us.anthropic.claude-opus-4-5-20251101-v1:0", (5.0, 25.0, 0.5, 6.25)),
+        ("anthropic/claude-sonnet-4-5", (3.0, 15.0, 0.3, 3.75)),
+    ],
+)
+def test_the_longest_listed_prefix_prices_a_model(model, per_million):
+    price = price_for(model)
+    assert price is not None
+    assert (price.input, price.output, price.cache_read, price.cache_write) == per_million
+
+
+@pytest.mark.parametrize("model", ["gpt-5", "claude-opus-40", "opus", "", "claude-"])
+def test_models_that_no_prefix_matches_have_no_price(model):
+    assert price_for(model) is None
+
+
+def test_the_shipped_table_is_dated():
+    assert PRICES_AS_OF == "2026-11-21"
+    assert all(isinstance(price, Price) for price in DEFAULT_PRICES.values())
+
+
+def test_a_price_sums_every_kind_of_token():
+    assert Price(4, 20, 0.2, 5).cost(MILLION) == pytest.approx(29.2)
+    assert Price(4, 20, 0.2, 5).cost(TokenUsage(input=2000, output=200)) == pytest.approx(0.012)
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        pytest.param(
+            IterationResult(cost_usd=0.084, model="claude-opus-5-5", tokens=MILLION),
+            Cost(0.084, CostSource.REPORTED),
+            id="the reported cost wins",
+        ),
+        pytest.param(
+            IterationResult(cost_usd=0.0, tokens=MILLION),
+            Cost(0.0, CostSource.REPORTED),
+            id="a reported zero is a cost",
+        ),
+        pytest.param(
+            IterationResult(model="claude-opus-5-5", tokens=TokenUsage(input=2000, output=200)),
+            Cost(0.012, CostSource.ESTIMATED),
+            id="tokens of a known model are priced",
+        ),
+        pytest.param(
+            IterationResult(
+                model="claude-opus-5[1m]",
+                model_tokens=(
+                    ModelTokens("claude-opus-5-5", TokenUsage(input=1_000_000)),
+                    ModelTokens("claude-haiku-4-5-20251001", TokenUsage(output=1_000_000)),
+                ),
+            ),
+            Cost(9.0, CostSource.ESTIMATED),
+            id="each model's tokens at its own price",
+        ),
+        pytest.param(
+            IterationResult(model="gpt-5", tokens=TokenUsage(input=10)),
+            Cost(None, None, ("gpt-5",)),
+            id="unknown model: no cost",
+        ),
+        pytest.param(
+            IterationResult(
+                model_tokens=(
+                    ModelTokens("claude-opus-5-5", TokenUsage(input=10)),
+                    ModelTokens("mystery", TokenUsage(input=10)),
+                )
+            ),
+            Cost(None, None, ("mystery",)),
+            id="one unknown model: no partial cost",
+        ),
+        pytest.param(
+            IterationResult(tokens=TokenUsage(input=10)),
+            Cost(None, None, (UNNAMED_MODEL,)),
+            id="tokens without a model",
+        ),
+        pytest.param(IterationResult(), Cost(None, None), id="nothing reported"),
+    ],
+)
+def test_iteration_cost(result, expected):
+    assert iteration_cost(result) == expected
+
+
+def test_user_prices_override_and_extend_the_table():
+    prices = {
+        **DEFAULT_PRICES,
+        "gpt-5": Price(1.25, 10, 0.125, 0),
+        "claude-opus-5-5": Price(1, 1, 1, 1),
+    }
+    tokens = TokenUsage(input=1_000_000)
+    assert iteration_cost(IterationResult(model="gpt-5-mini", tokens=tokens), prices) == Cost(
+        1.25, CostSource.ESTIMATED
+    )
+    assert iteration_cost(IterationResult(model="claude-opus-5-5", tokens=tokens), prices) == Cost(
+        1.0, CostSource.ESTIMATED
+    )
+
+
+@pytest.mark.parametrize(("include_cache", "tokens"), [(False, 300), (True, 300 + 4000 + 50)])
+def test_the_token_budget_counts_cache_tokens_only_when_configured(include_cache, tokens):
+    usage = TokenUsage(input=100, output=200, cache_read=4000, cache_write=50)
+    assert tokens_for_budget(usage, include_cache=include_cache) == tokens
+
+
+# --- through the Claude parser ------------------------------------------------------------
+
+
+def real_cli(name: str, code: int = 0) -> IterationResult:
+    lines = (REAL_CLI_CASSETTES / f"{name}.jsonl").read_bytes().splitlines()
+    return replay_lines(lines, exited(code))[1]
+
+
+def test_the_shipped_price_matches_what_claude_code_reports_for_the_same_tokens():
+    result = real_cli("bash_allowed")
+    assert (result.model, result.terminal_reason, result.truncated) == (
+        "claude-opus-5-5",
+        "completed",
+        False,
+    )
+    assert result.model_tokens == (
+        ModelTokens("claude-opus-5-5", TokenUsage(input=2000, output=200)),
+    )
+    assert result.tool_uses == (ToolUse("Bash", "echo hello"),)
+    estimated = iteration_cost(replace(result, cost_usd=None))
+    assert estimated.source is CostSource.ESTIMATED
+    assert estimated.usd == pytest.approx(iteration_cost(result).usd)
+
+
+def test_a_killed_run_reports_neither_cost_nor_tokens():
+    _, result = replay_lines(cassette_lines("killed_no_result"), exited(None, interrupted=True))
+    assert result.truncated
+    assert iteration_cost(result) == Cost(None, None)
