@@ -95,6 +95,10 @@ def main() -> None:
             root = Path(tmp)
             workdir = root / "work"
             workdir.mkdir()
+            # the fake agent changes nothing: keep the no-progress breaker out of the way
+            (workdir / "ralphctl.toml").write_text(
+                "[loops.defaults]\nno_progress_threshold = false\n"
+            )
             script = root / "script.json"
             script.write_text(json.dumps(SCRIPT))
             shell = shell_loop(workdir, script)

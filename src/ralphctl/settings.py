@@ -60,8 +60,10 @@ def resolve_loop_config(
     overrides: Mapping[str, Any] | None = None,
     *,
     base: Mapping[str, Any] | None = None,
+    extra: tuple[str, Mapping[str, Any]] | None = None,
 ) -> ResolvedConfig:
-    """Merge every layer and validate once; ``base`` is a stored config (for resume)."""
+    """Merge every layer and validate once; ``base`` is a stored config (for resume), ``extra``
+    a named layer between the files and the flags (a workflow's settings)."""
     layers: list[tuple[str, Mapping[str, Any]]] = (
         [("stored", base)]
         if base
@@ -70,6 +72,8 @@ def resolve_loop_config(
             (str(workdir / PROJECT_FILE), _loop_defaults(workdir / PROJECT_FILE)),
         ]
     )
+    if extra is not None:
+        layers.append(extra)
     layers.append(("flag", {k: v for k, v in (overrides or {}).items() if v is not None}))
     merged: dict[str, Any] = {}
     sources = dict.fromkeys(LoopConfig.field_names(), "default")

@@ -189,7 +189,8 @@ def test_status_and_history_report_every_loop_and_iteration(env, workdir):
 
 
 def test_resume_raises_a_budget_and_continues_with_the_totals_intact(env, workdir):
-    first = scripted_run(workdir, env, {"text": "working", "cost_usd": 0.1}, extra=("-n", "2"))
+    step = {"text": "working", "cost_usd": 0.1, "edits": [{"path": "log", "append": "."}]}
+    first = scripted_run(workdir, env, step, extra=("-n", "2"))
     assert first.returncode == 1
     loop_id = json.loads(first.stdout)["loop_id"]
     again = ralphctl("resume", loop_id, "--max-iterations", "4", "--json", env=env)
@@ -324,7 +325,12 @@ def test_a_full_disk_stops_the_loop_with_exit_3_and_loses_nothing_recorded(env, 
     filler = tiny_disk / "filler"
     free = os.statvfs(tiny_disk).f_bavail * os.statvfs(tiny_disk).f_frsize
     filler.write_bytes(b"\0" * max(0, free - 256 * 1024))
-    step = {"text": "x" * 2000, "cost_usd": 0.01, "tokens": {"input": 10, "output": 10}}
+    step = {
+        "text": "x" * 2000,
+        "cost_usd": 0.01,
+        "tokens": {"input": 10, "output": 10},
+        "edits": [{"path": "log", "append": "."}],
+    }
 
     full = scripted_run(workdir, env, step, extra=("--max-iterations", "500"))
 

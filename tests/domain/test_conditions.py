@@ -99,6 +99,16 @@ def test_limits_are_checked_in_the_seed_order():
     ]
 
 
+def test_a_tripped_breaker_stops_after_the_budgets_and_before_external_signals():
+    tripped = evaluate(FRESH, BUDGETS, breaker_trip="3 iterations made no progress")
+    assert tripped.reason is StopReason.CIRCUIT_BREAKER
+    assert tripped.detail == "3 iterations made no progress"
+    spent = evaluate(Totals(tokens=100_000), BUDGETS, breaker_trip="x")
+    assert spent.reason is StopReason.MAX_TOKENS
+    stop = evaluate(FRESH, BUDGETS, breaker_trip="x", external=ExternalSignal.STOP)
+    assert stop.reason is StopReason.CIRCUIT_BREAKER
+
+
 def test_external_signals_come_last():
     assert evaluate(FRESH, BUDGETS, external=ExternalSignal.STOP).reason is StopReason.USER_STOP
     pause = evaluate(FRESH, BUDGETS, external=ExternalSignal.PAUSE)

@@ -72,11 +72,13 @@ def test_it_round_trips_through_json():
 
 
 def test_budgets_carry_every_limit():
-    budgets = LoopConfig(max_iterations=7, max_tokens=1000, circuit_breaker_threshold=2).budgets
+    config = LoopConfig(max_iterations=7, max_tokens=1000, circuit_breaker_threshold=2)
+    budgets = config.budgets
     assert budgets.max_iterations == 7
     assert budgets.max_tokens == 1000
-    assert budgets.max_consecutive_errors == 2
     assert budgets.max_cost_usd == 300
+    assert budgets.max_consecutive_errors is None  # the circuit breaker counts errors
+    assert config.breaker.max_consecutive_errors == 2
 
 
 def test_the_marker_is_parsed_from_the_signal():
@@ -84,3 +86,11 @@ def test_the_marker_is_parsed_from_the_signal():
     assert LoopConfig().marker.text == "COMPLETE"
     plain = LoopConfig(completion_signal="RALPH_DONE").marker
     assert not plain.tagged
+
+
+def test_breaker_thresholds_can_be_turned_off_with_false():
+    config = LoopConfig.from_mapping({"no_progress_threshold": False, "same_error_threshold": 2})
+    assert config.breaker.no_progress_threshold is None
+    assert config.breaker.same_error_threshold == 2
+    with pytest.raises(ConfigInvalid, match="no_progress_threshold"):
+        LoopConfig(no_progress_threshold=0)

@@ -135,3 +135,19 @@ def test_the_cost_budget_is_passed_down_so_one_iteration_cannot_overspend(real_c
     assert summary["iterations"] == 1
     assert summary["cost_usd"] <= 0.015 + 0.006  # at most one request past the budget
     assert not Path(real_claude.project / "f5.txt").exists()
+
+
+def test_an_overloaded_api_counts_as_errors_and_trips_the_breaker_at_the_threshold(real_claude):
+    overloaded = ApiError(529, "overloaded_error", "Overloaded")
+    real_claude.server.set_script(*[overloaded] * 5)
+    config = real_claude.project / "ralphctl.toml"
+    config.write_text('[loops.defaults]\nerror_backoff_cap = "0s"\n')  # no 2^n s waits here
+    result = run_loop(real_claude, "--max-iterations", "10")
+    assert result.returncode == 3, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["status"], summary["stop_reason"]) == ("failed", "circuit_breaker")
+    assert summary["iterations"] == 5  # the default threshold: 5 consecutive errors
+    iterations = history(real_claude, summary["loop_id"])["iterations"]
+    assert {it["status"] for it in iterations} == {"error"}
+    assert all("529" in it["error_message"] for it in iterations)
+    assert len(real_claude.server.main_requests) == 5

@@ -4,7 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from ralphctl.engine.checkpoint import create_checkpoint, is_git_work_tree
+from ralphctl.engine.checkpoint import (
+    GitError,
+    branch_at,
+    commit_exists,
+    create_checkpoint,
+    is_git_work_tree,
+    restore,
+    uncommitted_changes,
+)
 from ralphctl.engine.statefile import ralph_dir
 
 
@@ -67,3 +75,192 @@ def test_a_plain_directory_is_not_a_work_tree(tmp_path, repo):
     plain.mkdir()
     assert not asyncio.run(is_git_work_tree(plain))
     assert asyncio.run(is_git_work_tree(repo))
+
+
+# -- checkpoints on a configured branch -----------------------------------------------------
+
+BRANCH = "ralph/checkpoints"
+
+
+def checkpoint_on_branch(repo: Path, iteration: int, branch: str = BRANCH):
+    return asyncio.run(create_checkpoint(repo, iteration, branch=branch))
+
+
+def user_state(repo: Path) -> tuple[str, str, bytes, dict[str, str]]:
+    """HEAD, the current branch, the index file and every file: what the user sees."""
+    files = {
+        str(path.relative_to(repo)): path.read_text()
+        for path in sorted(repo.rglob("*"))
+        if path.is_file() and ".git" not in path.parts
+    }
+    head = git(repo, "rev-parse", "HEAD")
+    return (
+        head,
+        git(repo, "branch", "--show-current"),
+        (repo / ".git" / "index").read_bytes(),
+        files,
+    )
+
+
+def test_a_branch_checkpoint_leaves_head_index_and_files_untouched(repo):
+    (repo / "staged.py").write_text("staged = True\n")
+    git(repo, "add", "staged.py")
+    (repo / "README").write_text("edited, not staged\n")
+    (repo / "new.py").write_text("untracked = True\n")
+    before = user_state(repo)
+
+    outcome = checkpoint_on_branch(repo, 5)
+
+    assert user_state(repo) == before
+    assert outcome.sha == git(repo, "rev-parse", BRANCH)
+    assert git(repo, "log", "-1", "--format=%s", BRANCH) == "[ralph] Checkpoint iteration 5"
+    assert git(repo, "show", f"{BRANCH}:README") == "edited, not staged"
+    assert git(repo, "show", f"{BRANCH}:new.py") == "untracked = True"
+    assert git(repo, "show", f"{BRANCH}:staged.py") == "staged = True"
+
+
+def test_branch_checkpoints_start_from_head_and_chain(repo):
+    head = git(repo, "rev-parse", "HEAD")
+    (repo / "a.txt").write_text("1\n")
+    first = checkpoint_on_branch(repo, 5).sha
+    (repo / "a.txt").write_text("2\n")
+    second = checkpoint_on_branch(repo, 10).sha
+
+    assert git(repo, "rev-parse", f"{first}^") == head
+    assert git(repo, "rev-parse", f"{second}^") == first
+    assert git(repo, "rev-parse", BRANCH) == second
+    assert git(repo, "rev-parse", "HEAD") == head
+
+
+def test_an_unchanged_work_tree_makes_no_branch_and_no_empty_commit(repo):
+    assert checkpoint_on_branch(repo, 1).skipped
+    assert git(repo, "branch", "--list", BRANCH) == ""
+
+    (repo / "a.txt").write_text("1\n")
+    first = checkpoint_on_branch(repo, 2).sha
+    again = checkpoint_on_branch(repo, 3)
+
+    assert again.sha is None
+    assert again.skipped
+    assert git(repo, "rev-parse", BRANCH) == first
+
+
+def test_gitignored_files_and_the_ralph_dir_stay_off_the_branch(repo):
+    (repo / ".gitignore").write_text("secret.env\n")
+    (repo / "secret.env").write_text("TOKEN=x\n")
+    (ralph_dir(repo) / "state.json").write_text("{}")
+
+    checkpoint_on_branch(repo, 1)
+
+    assert git(repo, "show", "--name-only", "--format=", BRANCH).splitlines() == [".gitignore"]
+
+
+def test_an_invalid_branch_name_is_an_error_not_a_crash(repo):
+    (repo / "a.txt").write_text("1\n")
+    for bad in ("has space", "a..b", "-dash", "@{-1}", "HEAD"):
+        outcome = checkpoint_on_branch(repo, 1, branch=bad)
+        assert outcome.sha is None
+        assert outcome.error == f"{bad!r} is not a valid branch name"
+
+
+def test_the_checked_out_branch_gets_an_ordinary_checkpoint(repo):
+    current = git(repo, "branch", "--show-current")
+    (repo / "a.txt").write_text("1\n")
+
+    outcome = checkpoint_on_branch(repo, 4, branch=current)
+
+    assert outcome.sha == git(repo, "rev-parse", "HEAD")
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_branch_checked_out_in_another_work_tree_is_left_alone(repo, tmp_path):
+    git(repo, "branch", BRANCH)
+    other = tmp_path.parent / (tmp_path.name + "-worktree")
+    git(repo, "worktree", "add", "-q", str(other), BRANCH)
+    tip = git(repo, "rev-parse", BRANCH)
+    (repo / "a.txt").write_text("1\n")
+
+    outcome = checkpoint_on_branch(repo, 1)
+
+    assert outcome.error == f"branch {BRANCH!r} is checked out in {other}: cannot commit to it"
+    assert git(repo, "rev-parse", BRANCH) == tip
+
+
+def test_a_branch_checkpoint_of_a_subdirectory_keeps_the_rest_of_the_tree(repo):
+    sub = repo / "pkg"
+    sub.mkdir()
+    (sub / "mod.py").write_text("x = 1\n")
+    (repo / "outside.txt").write_text("not the loop's\n")
+
+    checkpoint_on_branch(sub, 1)
+
+    assert git(repo, "show", "--name-only", "--format=", BRANCH).splitlines() == ["pkg/mod.py"]
+    assert git(repo, "show", f"{BRANCH}:README") == "hello"
+
+
+def test_a_repository_without_commits_gets_a_root_checkpoint(tmp_path):
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "user.name", "t")
+    git(tmp_path, "config", "user.email", "t@example.invalid")
+    (tmp_path / "a.txt").write_text("1\n")
+
+    outcome = checkpoint_on_branch(tmp_path, 1)
+
+    assert git(tmp_path, "rev-list", "--count", BRANCH) == "1"
+    assert outcome.sha == git(tmp_path, "rev-parse", BRANCH)
+    assert git(tmp_path, "status", "--porcelain") == "?? a.txt"
+
+
+def test_a_refused_branch_update_is_an_error_not_a_crash(repo):
+    git(repo, "branch", "ralph")  # refs/heads/ralph is a file: ralph/... cannot be created
+    (repo / "a.txt").write_text("1\n")
+
+    outcome = checkpoint_on_branch(repo, 1)
+
+    assert outcome.sha is None
+    assert "git update-ref failed" in (outcome.error or "")
+
+
+# -- going back -----------------------------------------------------------------------------
+
+
+def test_a_clean_work_tree_has_nothing_to_lose(repo):
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", ".gitignore")
+    git(repo, "commit", "-q", "-m", "ignore logs")
+    (repo / "run.log").write_text("ignored files are never lost\n")
+
+    assert asyncio.run(uncommitted_changes(repo)) == ""
+
+
+def test_a_restore_stays_inside_the_work_dir(repo):
+    sub = repo / "pkg"
+    sub.mkdir()
+    (sub / "mod.py").write_text("x = 1\n")
+    sha = asyncio.run(create_checkpoint(sub, 1)).sha
+    assert sha is not None
+    (sub / "mod.py").write_text("x = 2\n")
+    (sub / "new.py").write_text("added later\n")
+    (repo / "README").write_text("outside the work dir\n")
+
+    asyncio.run(restore(sub, sha))
+
+    assert sorted(p.name for p in sub.iterdir()) == ["mod.py"]
+    assert (sub / "mod.py").read_text() == "x = 1\n"
+    assert (repo / "README").read_text() == "outside the work dir\n"
+
+
+def test_a_branch_needs_a_valid_new_name(repo):
+    head = git(repo, "rev-parse", "HEAD")
+    git(repo, "branch", "taken")
+
+    with pytest.raises(GitError, match="not a valid branch name"):
+        asyncio.run(branch_at(repo, "bad..name", head))
+    with pytest.raises(GitError, match="already exists"):
+        asyncio.run(branch_at(repo, "taken", head))
+    assert asyncio.run(branch_at(repo, "free", head)) == "free"
+
+
+def test_a_commit_exists_only_in_its_repository(repo):
+    assert asyncio.run(commit_exists(repo, git(repo, "rev-parse", "HEAD")))
+    assert not asyncio.run(commit_exists(repo, "0" * 40))

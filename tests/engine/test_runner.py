@@ -22,7 +22,7 @@ from ralphctl.engine.statefile import state_path
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 from ralphctl.store.repository import Store
 
-FAST = {"cooldown": 0, "checkpoint_interval": 0}
+FAST = {"cooldown": 0, "checkpoint_interval": 0, "error_backoff_cap": 0}
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 
 from ralphctl.domain.states import LoopStatus
 from ralphctl.store.repository import Store, StoreError
-from tests.store.factories import finished_iteration, new_loop, started_iteration
+from tests.store.factories import PLUS_TWO, finished_iteration, new_loop, started_iteration
 
 
 @pytest.fixture
@@ -102,3 +102,21 @@ def test_interrupting_touches_only_the_given_loop(store: Store, running: str) ->
 
     assert store.interrupt_running_iterations(running) == []
     assert store.iterations("loop-other")[0].status == "running"
+
+
+def test_iteration_starts_since_a_moment_per_loop_or_for_all_loops(
+    store: Store, running: str
+) -> None:
+    store.create_loop(new_loop("loop-other"))
+    for loop_id, n in [(running, 1), (running, 2), ("loop-other", 3), (running, 4)]:
+        store.begin_iteration(started_iteration(loop_id, n))
+    since = started_iteration(running, 2).started_at.astimezone(PLUS_TWO)  # the same instant
+
+    assert store.iteration_starts_since(since, running) == [
+        started_iteration(running, 2).started_at,
+        started_iteration(running, 4).started_at,
+    ]
+    assert store.iteration_starts_since(since) == [
+        started_iteration(running, n).started_at for n in (2, 3, 4)
+    ]
+    assert store.iteration_starts_since(since, "loop-unknown") == []

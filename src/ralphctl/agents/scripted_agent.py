@@ -35,13 +35,22 @@ def main(argv: list[str]) -> int:
     except (OSError, ValueError) as exc:
         print(f"scripted agent: bad script {argv[0]}: {exc}", file=sys.stderr)
         return EXIT_BAD_SCRIPT
-    sys.stdin.buffer.read()  # the prompt: read it all, like the CLI does
+    prompt = sys.stdin.buffer.read()  # read it all, like the CLI does
     session_id = argv[2] if len(argv) == 3 else _new_uuid()
     try:
+        _save_prompt(step, prompt)
         return Run(step, session_id, os.getcwd()).play()
     except (TypeError, ValueError, AttributeError) as exc:
         print(f"scripted agent: bad step in {argv[0]}: {exc!r}", file=sys.stderr)
         return EXIT_BAD_SCRIPT
+
+
+def _save_prompt(step: dict[str, Any], prompt: bytes) -> None:
+    """``save_prompt``: append the prompt to this file (outside the work dir is fine: tests)."""
+    target = step.get("save_prompt")
+    if target:
+        with open(str(target), "ab") as f:
+            f.write(prompt + b"\n\x1e\n")  # record separator between iterations
 
 
 def load_step(script_path: str, iteration: int) -> dict[str, Any]:
@@ -66,6 +75,7 @@ class Run:
         self.tool_uses = 0
         self.denials: list[dict[str, Any]] = []
         tokens = step.get("tokens") or {}
+        self.model = str(step.get("model") or MODEL)
         self.usage = {
             "input_tokens": int(tokens.get("input", 0)),
             "cache_creation_input_tokens": int(tokens.get("cache_write", 0)),
@@ -195,7 +205,7 @@ class Run:
                 "session_id": self.session_id,
                 "tools": ["Bash", "Edit", "Read", "Write"],
                 "mcp_servers": [],
-                "model": MODEL,
+                "model": self.model,
                 "permissionMode": "default",
                 "slash_commands": [],
                 "apiKeySource": "none",
@@ -212,7 +222,7 @@ class Run:
             "id": message_id,
             "type": "message",
             "role": "assistant",
-            "model": MODEL,
+            "model": self.model,
             "content": [block],
             "stop_reason": None,
             "stop_sequence": None,
@@ -245,7 +255,7 @@ class Run:
 
     def emit_result(self, is_error: bool, text: str) -> None:
         step = self.step
-        cost = float(step.get("cost_usd", 0.0))
+        cost = step.get("cost_usd", 0.0)  # null: report tokens only, like agents without a cost
         subtype = str(step.get("subtype", "success"))
         duration_ms = round((time.monotonic() - self.started) * 1000)
         result: dict[str, Any] = {
@@ -258,21 +268,22 @@ class Run:
             "num_turns": self.messages,
             "stop_reason": None if is_error else "end_turn",
             "session_id": self.session_id,
-            "total_cost_usd": cost,
             "usage": self.usage,
             "modelUsage": {
-                MODEL: {
+                self.model: {
                     "inputTokens": self.usage["input_tokens"],
                     "outputTokens": self.usage["output_tokens"],
                     "cacheReadInputTokens": self.usage["cache_read_input_tokens"],
                     "cacheCreationInputTokens": self.usage["cache_creation_input_tokens"],
                     "webSearchRequests": 0,
-                    "costUSD": cost,
                 }
             },
             "permission_denials": self.denials,
             "terminal_reason": "api_error" if is_error else "completed",
         }
+        if cost is not None:
+            result["total_cost_usd"] = float(cost)
+            result["modelUsage"][self.model]["costUSD"] = float(cost)
         if subtype == "success":
             result["result"] = text
         else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ralphctl import __version__
-from ralphctl.cli import demo, inspect, run
+from ralphctl.cli import demo, inspect, plugin, rollback, run, workflow
 from ralphctl.cli.common import UsageError, fail
 from ralphctl.domain.states import EXIT_USAGE
 from ralphctl.settings import ConfigError
@@ -23,7 +23,10 @@ app.command("run")(run.run_command)
 app.command("resume")(run.resume_command)
 app.command("status")(inspect.status_command)
 app.command("history")(inspect.history_command)
+app.command("rollback")(rollback.rollback_command)
 app.command("demo")(demo.demo_command)
+app.add_typer(workflow.app, name="workflow")
+app.add_typer(plugin.app, name="plugin")
 
 
 def _version(value: bool) -> None:

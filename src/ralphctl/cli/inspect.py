@@ -39,7 +39,7 @@ def status_command(
     table.add_column("name · workdir", overflow="fold", min_width=20)
     gone = []
     for loop in loops:
-        if loop.status is LoopStatus.RUNNING and not runner_alive(loop):
+        if loop.status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED) and not runner_alive(loop):
             gone.append(loop.id)
         table.add_row(
             loop.id,
@@ -100,14 +100,20 @@ def _status_text(loop: LoopRecord) -> Text:
     label = str(loop.status)
     if loop.stop_reason and loop.stop_reason != "completion":
         label += f" ({loop.stop_reason})"
-    if loop.status is LoopStatus.RUNNING and not runner_alive(loop):
+    if loop.status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED) and not runner_alive(loop):
         return Text(f"{label}, runner gone", "bold red")
+    if loop.status is LoopStatus.RATE_LIMITED and loop.rate_limited_until:
+        until = loop.rate_limited_until.astimezone().strftime("%H:%M:%S")
+        return Text(f"{label} until {until}", STATUS_STYLE[loop.status])
     return Text(label, STATUS_STYLE.get(loop.status, ""))
 
 
 def _marker(it: IterationRecord) -> str:
     if it.completion_signal_found:
-        return "complete"
+        gates = it.gate_results or []
+        if any(not gate["passed"] for gate in gates):
+            return "complete, gate failed"
+        return "complete, gates passed" if gates else "complete"
     return "blocked" if it.blocked_reason else ""
 
 

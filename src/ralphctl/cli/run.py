@@ -10,6 +10,7 @@ import signal
 import socket
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -80,6 +81,18 @@ def run_command(
     permission_mode: str | None = PERMISSION,
     script: Path | None = SCRIPT,
     workdir: Path = typer.Option(Path("."), "--workdir", "-C", help="Where the agent works."),
+    workflow: str | None = typer.Option(
+        None, "--workflow", "-w", help="Run an installed workflow; the task is its input."
+    ),
+    gate: list[str] | None = typer.Option(
+        None, "--gate", help="A command that must pass before completion counts (repeatable)."
+    ),
+    max_calls_per_hour: int | None = typer.Option(
+        None, "--max-calls-per-hour", help="Agent calls per hour for this loop (no limit)."
+    ),
+    checkpoint_branch: str | None = typer.Option(
+        None, "--checkpoint-branch", help="Commit checkpoints to this branch, not HEAD's."
+    ),
     name: str | None = typer.Option(None, "--name", help="A name for the loop."),
     db: str | None = DB,
     dry_run: bool = typer.Option(
@@ -96,13 +109,17 @@ def run_command(
     text = _task_text(task_arg, task, task_file)
     root = _workdir(workdir)
     overrides = _overrides(locals())
-    resolved = resolve_loop_config(root, overrides)
+    layer = None
+    if workflow is not None:
+        text, layer = _workflow_layer(workflow, text)
+    resolved = resolve_loop_config(root, overrides, extra=layer)
     adapter = _adapter(resolved.config, root)
     if dry_run:
         _print_dry_run(resolved, adapter, text, root)
         return
     _check_agent(adapter)
     loop = new_loop_record(name or _default_name(text), text, root, resolved.config)
+    loop = replace(loop, workflow=workflow)
     opener = partial(open_store, db)  # opened while the first agent starts: see LoopRunner
     raise typer.Exit(execute_loop(opener, loop, resolved.config, adapter, quiet, json_out))
 
@@ -229,6 +246,8 @@ _FLAG_FIELDS = {
     "permission_mode": "permission_mode",
     "agent": "agent",
     "completion_signal": "completion_signal",
+    "max_calls_per_hour": "max_calls_per_hour",
+    "checkpoint_branch": "checkpoint_branch",
 }
 
 
@@ -245,10 +264,28 @@ def _overrides(flags: dict[str, Any]) -> dict[str, Any]:
             values["agent_args"] = shlex.split(flags["agent_args"])
         except ValueError as exc:
             raise UsageError(f"--agent-args: {exc}") from None
+    if flags.get("gate"):
+        values["gates"] = list(flags["gate"])
     if flags.get("script") is not None:
         values["script"] = str(Path(flags["script"]).resolve())
         values["agent"] = values["agent"] or "scripted"
     return values
+
+
+def _workflow_layer(name: str, task: str) -> tuple[str, tuple[str, dict[str, Any]]]:
+    """The workflow's prompt for this input, and its settings as a configuration layer."""
+    from ralphctl.workflows.model import WorkflowError
+    from ralphctl.workflows.registry import resolve
+
+    try:
+        flow = resolve(name)
+    except WorkflowError as exc:
+        raise UsageError(str(exc)) from None
+    values = {
+        "completion_signal": flow.loop.completion_marker,
+        "max_iterations": flow.loop.max_iterations if flow.loop.enabled else 1,
+    }
+    return flow.render_prompt(task), (f"workflow {name}", values)
 
 
 def _task_text(positional: str | None, task: str | None, task_file: Path | None) -> str:
@@ -348,8 +385,6 @@ def runner_alive(loop: LoopRecord) -> bool:
 
 
 def _with_config(loop: LoopRecord, config: LoopConfig) -> LoopRecord:
-    from dataclasses import replace
-
     return replace(loop, config=config.to_json())
 
 

@@ -63,13 +63,15 @@ def evaluate(
     *,
     completed: bool = False,
     blocked_reason: str | None = None,
+    breaker_trip: str | None = None,
     external: ExternalSignal | None = None,
 ) -> Decision:
     """Decide whether the loop goes on, in the seed's order.
 
-    Completion, blocked, iterations, runtime, cost, tokens, consecutive errors, then external
-    signals: the first rule that fires decides. Call it with no signals to ask whether a new
-    iteration may start at all (e.g. when resuming with spent budgets).
+    Completion, blocked, iterations, runtime, cost, tokens, consecutive errors (or a tripped
+    circuit breaker, ``breaker_trip`` being its reason), then external signals: the first rule
+    that fires decides. Call it with no signals to ask whether a new iteration may start at
+    all (e.g. when resuming with spent budgets).
     """
     if completed:
         return Decision(Action.STOP, StopReason.COMPLETION, "the agent declared completion")
@@ -78,6 +80,8 @@ def evaluate(
     for reason, used, limit, unit in _limits(totals, budgets):
         if limit is not None and used >= limit:
             return Decision(Action.STOP, reason, f"{_fmt(used, unit)} (limit {_fmt(limit, unit)})")
+    if breaker_trip is not None:
+        return Decision(Action.STOP, StopReason.CIRCUIT_BREAKER, breaker_trip)
     if external is ExternalSignal.STOP:
         return Decision(Action.STOP, StopReason.USER_STOP, "stop requested")
     if external is ExternalSignal.PAUSE:

@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ralphctl.domain import defaults
+from ralphctl.domain.breaker import BreakerConfig
 from ralphctl.domain.conditions import Budgets
+from ralphctl.domain.costs import DEFAULT_PRICES, Price
 from ralphctl.domain.markers import Marker, parse_marker
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
@@ -68,6 +70,24 @@ class LoopConfig:
     agent_args: tuple[str, ...] = field(default=())
     permission_mode: str = defaults.PERMISSION_MODE
     script: str | None = None
+    # circuit breaker (circuit_breaker_threshold above: consecutive errored iterations)
+    no_progress_threshold: int | None = 3
+    same_error_threshold: int | None = 5
+    permission_denial_threshold: int | None = 2
+    breaker_cooldown: float = 1800.0
+    auto_recover: bool = False
+    error_backoff_base: float = 1.0
+    error_backoff_cap: float = 300.0
+    # rate and usage limits
+    max_calls_per_hour: int | None = None
+    max_calls_per_hour_global: int | None = None
+    usage_limit_wait: float = 300.0
+    # verification gates, checkpoints, costs
+    gates: tuple[str, ...] = field(default=())
+    gate_timeout: float = 600.0
+    checkpoint_branch: str | None = None
+    count_cache_tokens: bool = False
+    costs: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         errors: dict[str, str] = {}
@@ -100,17 +120,34 @@ class LoopConfig:
 
     @property
     def budgets(self) -> Budgets:
+        """The budgets; consecutive errors are the circuit breaker's (see ``breaker``)."""
         return Budgets(
             max_iterations=self.max_iterations,
             max_runtime_s=self.max_runtime,
             max_cost_usd=self.max_cost_usd,
             max_tokens=self.max_tokens,
-            max_consecutive_errors=self.circuit_breaker_threshold,
         )
+
+    @property
+    def breaker(self) -> BreakerConfig:
+        return BreakerConfig(
+            max_consecutive_errors=self.circuit_breaker_threshold,
+            same_error_threshold=self.same_error_threshold,
+            no_progress_threshold=self.no_progress_threshold,
+            permission_denial_threshold=self.permission_denial_threshold,
+            cooldown_s=self.breaker_cooldown,
+            auto_recover=self.auto_recover,
+        )
+
+    @property
+    def prices(self) -> Mapping[str, Price]:
+        """The shipped price table with the user's ``[loops.costs]`` entries over it."""
+        return {**DEFAULT_PRICES, **{model: Price(**p) for model, p in self.costs.items()}}
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["agent_args"] = list(self.agent_args)
+        data["gates"] = list(self.gates)
         return data
 
 
@@ -125,6 +162,13 @@ def _integer(minimum: int, *, optional: bool = False) -> Callable[[object], int 
         return value
 
     return check
+
+
+def _threshold(value: object) -> int | None:
+    """A breaker threshold: a whole number >= 1, or false/None to turn that trip off."""
+    if value is None or value is False:
+        return None
+    return _integer(1)(value)
 
 
 def _positive_number(value: object) -> float:
@@ -176,6 +220,37 @@ def _optional_text(value: object) -> str | None:
     return None if value is None else _text(value)
 
 
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, not {value!r}")
+    return value
+
+
+def _commands(value: object) -> tuple[str, ...]:
+    commands = _arguments(value)
+    if not all(command.strip() for command in commands):
+        raise ValueError("must not contain an empty command")
+    return commands
+
+
+_PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+
+
+def _prices(value: object) -> dict[str, dict[str, float]]:
+    """``{model prefix: {input, output, cache_read, cache_write}}`` in USD per million tokens."""
+    if not isinstance(value, dict):
+        raise ValueError(f"must be a table of models, not {value!r}")
+    prices: dict[str, dict[str, float]] = {}
+    for model, price in value.items():
+        if not isinstance(price, dict) or sorted(price) != sorted(_PRICE_KEYS):
+            raise ValueError(f"{model}: give exactly {', '.join(_PRICE_KEYS)} (USD per million)")
+        for key, amount in price.items():
+            if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
+                raise ValueError(f"{model}.{key}: must be a number >= 0, not {amount!r}")
+        prices[str(model).lower()] = {key: float(amount) for key, amount in price.items()}
+    return prices
+
+
 _CHECKS: dict[str, Callable[[Any], Any]] = {
     "max_iterations": _integer(1),
     "max_runtime": _duration(0, inclusive=False),
@@ -190,4 +265,19 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "agent_args": _arguments,
     "permission_mode": _permission_mode,
     "script": _optional_text,
+    "no_progress_threshold": _threshold,
+    "same_error_threshold": _threshold,
+    "permission_denial_threshold": _threshold,
+    "breaker_cooldown": _duration(0, inclusive=True),
+    "auto_recover": _flag,
+    "error_backoff_base": _duration(0, inclusive=True),
+    "error_backoff_cap": _duration(0, inclusive=True),
+    "max_calls_per_hour": _integer(1, optional=True),
+    "max_calls_per_hour_global": _integer(1, optional=True),
+    "usage_limit_wait": _duration(0, inclusive=False),
+    "gates": _commands,
+    "gate_timeout": _duration(0, inclusive=False),
+    "checkpoint_branch": _optional_text,
+    "count_cache_tokens": _flag,
+    "costs": _prices,
 }

@@ -14,6 +14,8 @@ class EventType(StrEnum):
     TOKENS_USED = "tokens_used"
     COST_INCURRED = "cost_incurred"
     CHECKPOINT_CREATED = "checkpoint_created"
+    CIRCUIT_BREAKER_TRIPPED = "circuit_breaker_tripped"
+    WAITING = "waiting"
     ERROR = "error"
     WARNING = "warning"
     STATE_CHANGED = "state_changed"

@@ -30,6 +30,7 @@ class PromptContext:
     marker: Marker
     history: Sequence[PastIteration] = ()
     last_error: str | None = None
+    notes: Sequence[str] = ()  # what the last iteration's analysis and gates ask for
 
 
 def build_prompt(ctx: PromptContext) -> str:
@@ -50,6 +51,9 @@ def build_prompt(ctx: PromptContext) -> str:
         parts += [_history_line(past) for past in ctx.history[-HISTORY_SHOWN:]]
     if ctx.last_error:
         parts += ["", "The previous iteration failed with:", _clip(ctx.last_error, ERROR_CHARS)]
+    if ctx.notes:
+        parts += ["", "Notes on the previous iteration:"]
+        parts += [f"- {_clip(note, ERROR_CHARS * 2)}" for note in ctx.notes]
     parts += ["", *_marker_instructions(ctx.marker)]
     return "\n".join(parts) + "\n"
 

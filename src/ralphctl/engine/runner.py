@@ -21,7 +21,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ralphctl.agents.base import AgentAdapter, AgentRequest, AgentUnavailable
 from ralphctl.agents.events import AgentEvent
 from ralphctl.agents.process import run_agent
+from ralphctl.domain.backoff import backoff_delay
+from ralphctl.domain.breaker import (
+    BreakerAction,
+    BreakerStatus,
+    Verdict,
+    allow_trial,
+    check,
+)
+from ralphctl.domain.breaker import from_dict as breaker_from_dict
+from ralphctl.domain.breaker import to_dict as breaker_to_dict
 from ralphctl.domain.conditions import (
+    CONTINUE,
     Action,
     Decision,
     ExternalSignal,
@@ -30,12 +41,24 @@ from ralphctl.domain.conditions import (
     remaining,
 )
 from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.events import EventType
-from ralphctl.domain.markers import Detection, detect
-from ralphctl.domain.model import IterationResult
+from ralphctl.domain.model import IterationResult, TokenUsage
 from ralphctl.domain.states import LoopStatus, StopReason, transition
+from ralphctl.engine.assess import Assessment, assess, completion_claim
 from ralphctl.engine.checkpoint import create_checkpoint, is_git_work_tree
+from ralphctl.engine.gates import GateResult, run_gates
+from ralphctl.engine.progress import fingerprint
 from ralphctl.engine.prompt import PastIteration, PromptContext, build_prompt
+from ralphctl.engine.ratelimit import calls_wait
+from ralphctl.engine.record import (
+    error_context,
+    error_text,
+    error_type,
+    finished_iteration,
+    iteration_events,
+    loop_totals,
+)
 from ralphctl.engine.sentinels import read_sentinel
 from ralphctl.engine.statefile import check_state_file, render_state, write_state
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
@@ -43,8 +66,9 @@ from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 if TYPE_CHECKING:
     from ralphctl.store.repository import Store
 
-SUMMARY_CHARS = 200
 MIN_ITERATION_TIMEOUT_S = 1.0
+WAIT_POLL_S = 1.0  # how often a long wait looks for a stop or pause request
+INTERRUPTED = Decision(Action.STOP, StopReason.INTERRUPTED, "interrupted")
 
 
 class LoopObserver(Protocol):
@@ -65,6 +89,8 @@ class RunControl:
 
 class LoopRunner:
     """Runs one loop to its end (or until interrupted), persisting as it goes."""
+
+    calls_window_s = 3600.0  # the window of max_calls_per_hour
 
     def __init__(
         self,
@@ -91,6 +117,12 @@ class LoopRunner:
         self.external = external or (lambda: read_sentinel(self.workdir))
         self._history: list[IterationRecord] = []
         self._checkpoints = config.checkpoint_interval > 0
+        self._git = False  # whether the work dir is a git work tree: known once the loop begins
+        self._breaker = breaker_from_dict(loop.breaker_state or {})
+        self._notes: tuple[str, ...] = ()
+        self._parked_until: datetime | None = None
+        self._parked_reason = ""
+        self._unpriced_warned: set[str] = set()
         self._runtime_base = loop.runtime_s
         self._segment_start = time.monotonic()
 
@@ -106,57 +138,149 @@ class LoopRunner:
 
     async def run(self) -> LoopRecord:
         """Run until a stop condition, a pause or an interrupt; return the final record."""
-        if self._open_store is None:
+        if self.stored:
             await self._begin()
+        else:
+            self._git = await is_git_work_tree(self.workdir)
         while True:
             decision = evaluate(self._totals(), self.config.budgets)
+            if decision.action is Action.CONTINUE:
+                decision = await self._wait_for_permission()
             if decision.action is not Action.CONTINUE:
                 return await self._end(decision)
             try:
-                result, detection = await self._iteration(self.loop.iteration + 1)
+                result, assessment = await self._iteration(self.loop.iteration + 1)
             except AgentUnavailable as exc:
                 return await self._end(
                     Decision(Action.STOP, StopReason.AGENT_UNAVAILABLE, str(exc))
                 )
             if result.interrupted or self.control.interrupt.is_set():
-                return await self._end(Decision(Action.STOP, StopReason.INTERRUPTED, "interrupted"))
+                return await self._end(INTERRUPTED)
+            if assessment.usage_limit is not None:
+                continue  # parked until the reset by _wait_for_permission
+            trip = None if self.config.auto_recover else (assessment.breaker.reason or None)
             decision = evaluate(
                 self._totals(),
                 self.config.budgets,
-                completed=detection.completed,
-                blocked_reason=detection.blocked_reason,
+                completed=assessment.completed,
+                blocked_reason=assessment.blocked_reason,
+                breaker_trip=trip if assessment.tripped else None,
                 external=self.external(),
             )
             if decision.action is not Action.CONTINUE:
                 return await self._end(decision)
-            if await self._cooldown():
-                return await self._end(Decision(Action.STOP, StopReason.INTERRUPTED, "interrupted"))
+            if await self._cooldown(self._pause_after(result)):
+                return await self._end(INTERRUPTED)
+
+    # -- before an iteration: breaker, usage limits, calls per hour --------------------------
+
+    async def _wait_for_permission(self) -> Decision:
+        """Wait while something says not yet; CONTINUE, or why the loop must end instead."""
+        while True:
+            verdict = check(self._breaker, self.config.breaker, time.time())
+            self._breaker = verdict.state
+            if verdict.action is BreakerAction.TRIP:
+                return Decision(Action.STOP, StopReason.CIRCUIT_BREAKER, verdict.reason)
+            wait = self._next_wait(verdict)
+            if wait is None:
+                return CONTINUE
+            until, reason, status = wait
+            ended = await self._wait(until, reason, status)
+            if ended is not None:
+                return ended
+
+    def _next_wait(self, verdict: Verdict) -> tuple[datetime, str, LoopStatus] | None:
+        if verdict.action is BreakerAction.WAIT and verdict.until is not None:
+            until = datetime.fromtimestamp(verdict.until, UTC)
+            return until, f"circuit breaker open: {verdict.reason}", LoopStatus.RUNNING
+        if self._parked_until is not None and self._parked_until > _now():
+            return self._parked_until, self._parked_reason, LoopStatus.RATE_LIMITED
+        if not self.stored:
+            return None
+        calls = calls_wait(
+            self.store,
+            self.loop.id,
+            per_loop=self.config.max_calls_per_hour,
+            global_=self.config.max_calls_per_hour_global,
+            now=_now(),
+            window_s=self.calls_window_s,
+        )
+        if calls is None:
+            return None
+        until, reason = calls
+        return until, reason, LoopStatus.RATE_LIMITED
+
+    async def _wait(self, until: datetime, reason: str, status: LoopStatus) -> Decision | None:
+        """Park until ``until`` (persisted, so a restart keeps waiting); None once it is over."""
+        if status is not self.loop.status:
+            transition(self.loop.status, status)
+        self.loop = self.store.save_loop(
+            replace(self.loop, status=status, rate_limited_until=until, stop_detail=reason)
+        )
+        self._publish(
+            EventType.WAITING, {"until": until.isoformat(), "reason": reason, "status": status}
+        )
+        ended: Decision | None = None
+        while ended is None and _now() < until:
+            left = (until - _now()).total_seconds()
+            if await self._sleep(min(left, WAIT_POLL_S)):
+                ended = INTERRUPTED
+            elif (signal := self.external()) is not None:
+                ended = evaluate(self._totals(), self.config.budgets, external=signal)
+        if self.loop.status is not LoopStatus.RUNNING:
+            transition(self.loop.status, LoopStatus.RUNNING)
+        self._parked_until = None
+        self.loop = self.store.save_loop(
+            replace(self.loop, status=LoopStatus.RUNNING, rate_limited_until=None, stop_detail=None)
+        )
+        return ended
 
     # -- one iteration -------------------------------------------------------------------
 
-    async def _iteration(self, n: int) -> tuple[IterationResult, Detection]:
+    async def _iteration(self, n: int) -> tuple[IterationResult, Assessment]:
         prompt = self._prompt(n)
+        before = await fingerprint(self.workdir) if self._git else None
         started = IterationRecord(loop_id=self.loop.id, n=n, started_at=_now())
-        if self._open_store is None:
+        if self.stored:
             self._begin_iteration(started)
         agent = asyncio.create_task(self._run_agent(n, prompt))
-        if self._open_store is not None:
+        if not self.stored:
             await self._store_new_loop(started, agent)
         try:
             result = await agent
         except AgentUnavailable as exc:
             self._record(started, IterationResult(is_error=True, error_message=str(exc)), None)
             raise
-        detection = (
-            detect(result.final_text, self.config.marker, prompt=prompt)
-            if not result.is_error
-            else Detection(completed=False, blocked_reason=None, evidence=None)
+        detection = completion_claim(result, self.config.marker, prompt)
+        gates: list[GateResult] = []
+        if detection.completed and self.config.gates and not result.interrupted:
+            gates = await run_gates(
+                self.config.gates,
+                self.workdir,
+                timeout_s=self.config.gate_timeout,
+                interrupt=self.control.interrupt,
+            )
+        changed = None
+        if before is not None:
+            changed = await fingerprint(self.workdir) != before
+        assessment = assess(
+            n,
+            result,
+            detection,
+            gates=gates,
+            changed=changed,
+            previous_lengths=[len(it.output_summary) for it in self._history if it.status == "ok"],
+            breaker=self._breaker,
+            breaker_config=self.config.breaker,
+            prices=self.config.prices,
+            usage_limit_wait=self.config.usage_limit_wait,
+            now=time.time(),
         )
-        self._record(started, result, detection)
+        self._record(started, result, assessment)
         interval = self.config.checkpoint_interval
         if self._checkpoints and n % interval == 0 and not result.interrupted:
             await self._checkpoint(n)
-        return result, detection
+        return result, assessment
 
     def _begin_iteration(self, started: IterationRecord) -> None:
         self.store.begin_iteration(started)
@@ -205,7 +329,7 @@ class LoopRunner:
         )
 
     async def _checkpoint(self, n: int) -> None:
-        outcome = await create_checkpoint(self.workdir, n)
+        outcome = await create_checkpoint(self.workdir, n, branch=self.config.checkpoint_branch)
         if outcome.sha:
             self.store.add_checkpoint(self.loop.id, n, outcome.sha, self._summary())
             self._publish(EventType.CHECKPOINT_CREATED, {"iteration": n, "commit_sha": outcome.sha})
@@ -214,116 +338,69 @@ class LoopRunner:
             self._publish(EventType.ERROR, {"iteration": n, "message": outcome.error})
 
     def _record(
-        self, started: IterationRecord, result: IterationResult, detection: Detection | None
+        self, started: IterationRecord, result: IterationResult, assessment: Assessment | None
     ) -> None:
-        status = _iteration_status(result)
-        done = replace(
-            started,
-            status=status,
-            completed_at=_now(),
-            duration_ms=result.duration_ms,
-            tokens_input=result.tokens.input,
-            tokens_output=result.tokens.output,
-            tokens_cache_read=result.tokens.cache_read,
-            tokens_cache_write=result.tokens.cache_write,
-            cost_usd=result.cost_usd,
-            cost_source=None if result.cost_usd is None else "reported",
-            exit_code=result.exit_code,
-            completion_signal_found=bool(detection and detection.completed),
-            blocked_reason=detection.blocked_reason if detection else None,
-            error_message=result.error_message if result.is_error else None,
-            output_summary=_summary(result),
-            agent_session_id=result.session_id,
-            num_turns=result.num_turns,
-            permission_denials=[
-                {"tool_name": d.tool_name, "tool_use_id": d.tool_use_id, "detail": d.detail}
-                for d in result.permission_denials
-            ],
+        done = finished_iteration(started, result, assessment)
+        was_open = self._breaker.status is BreakerStatus.OPEN
+        if assessment is not None:
+            self._breaker = assessment.breaker
+            self._notes = assessment.notes
+            if assessment.usage_limit is not None:
+                self._parked_until = datetime.fromtimestamp(assessment.usage_limit.resets_at, UTC)
+                self._parked_reason = f"usage limit ({assessment.usage_limit.source})"
+        self.loop = loop_totals(
+            self.loop, done, runtime_s=self._runtime(), breaker=breaker_to_dict(self._breaker)
         )
-        self.loop = replace(
-            self.loop,
-            iteration=started.n,
-            cost_usd=self.loop.cost_usd + (result.cost_usd or 0.0),
-            tokens_input=self.loop.tokens_input + result.tokens.input,
-            tokens_output=self.loop.tokens_output + result.tokens.output,
-            tokens_cache_read=self.loop.tokens_cache_read + result.tokens.cache_read,
-            tokens_cache_write=self.loop.tokens_cache_write + result.tokens.cache_write,
-            consecutive_errors=_consecutive_errors(self.loop.consecutive_errors, status),
-            runtime_s=self._runtime(),
-            agent_session_id=result.session_id or self.loop.agent_session_id,
-        )
-        if status in ("error", "timeout"):
+        if done.status in ("error", "timeout"):
+            context = error_context(result, retry=self.loop.consecutive_errors)
             self.store.add_error(
-                self.loop.id, done.n, _error_type(result), _error_text(done), _error_context(result)
+                self.loop.id, done.n, error_type(result), error_text(done), context
             )
-        stored = self.store.complete_iteration(
-            done, self.loop, self._iteration_events(done, result)
-        )
+        events = iteration_events(done, result, self.loop, self.config.permission_mode)
+        events += self._guard_events(done, assessment, was_open)
+        stored = self.store.complete_iteration(done, self.loop, events)
         self._history.append(done)
         self._deliver(stored)
         self._write_state()
 
-    def _iteration_events(
-        self, done: IterationRecord, result: IterationResult
+    def _guard_events(
+        self, done: IterationRecord, assessment: Assessment | None, was_open: bool
     ) -> list[tuple[str, dict[str, Any]]]:
-        """The events of a finished iteration, stored in the same transaction as the iteration."""
+        events: list[tuple[str, dict[str, Any]]] = []
+        if assessment is None:
+            return events
         n = done.n
-        batch: list[tuple[str, dict[str, Any]]] = [
-            (
-                EventType.ITERATION_COMPLETED,
-                {
-                    "iteration": n,
-                    "status": done.status,
-                    "duration_ms": done.duration_ms,
-                    "cost_usd": done.cost_usd,
-                    "tokens": result.tokens.total,
-                    "completion_signal_found": done.completion_signal_found,
-                    "blocked_reason": done.blocked_reason,
-                    "error": done.error_message,
-                    "permission_denials": len(done.permission_denials),
-                },
-            )
-        ]
-        if result.tokens.total:
-            tokens = result.tokens
-            batch.append(
-                (
-                    EventType.TOKENS_USED,
-                    {
-                        "iteration": n,
-                        "input": tokens.input,
-                        "output": tokens.output,
-                        "cache_read": tokens.cache_read,
-                        "cache_write": tokens.cache_write,
-                        "total": self.loop.tokens_input + self.loop.tokens_output,
-                    },
-                )
-            )
-        if result.cost_usd:
-            batch.append(
-                (
-                    EventType.COST_INCURRED,
-                    {"iteration": n, "cost_usd": result.cost_usd, "total_usd": self.loop.cost_usd},
-                )
-            )
-        if done.completion_signal_found:
-            batch.append((EventType.COMPLETION_SIGNAL_DETECTED, {"iteration": n}))
-        if done.status in ("error", "timeout"):
-            batch.append((EventType.ERROR, {"iteration": n, "message": _error_text(done)}))
-        if result.permission_denials:
-            tools = ", ".join(sorted({d.tool_name for d in result.permission_denials}))
-            message = (
-                f"permission denied for {tools}: the agent could not use them in permission "
-                f"mode {self.config.permission_mode!r}"
-            )
-            batch.append((EventType.WARNING, {"iteration": n, "message": message}))
-        return [(str(kind), data) for kind, data in batch]
+        if assessment.tripped and not was_open:
+            breaker = {"reason": assessment.breaker.reason, "cause": assessment.breaker.cause}
+            events.append((EventType.CIRCUIT_BREAKER_TRIPPED, {"iteration": n, **breaker}))
+        if assessment.claimed and not assessment.completed:
+            message = "completion claimed but a verification gate failed; the loop goes on"
+            events.append((EventType.WARNING, {"iteration": n, "message": message}))
+        for model in assessment.cost.unpriced:
+            if model not in self._unpriced_warned:
+                self._unpriced_warned.add(model)
+                message = f"no price for model {model!r}: tokens are recorded, cost is not"
+                events.append((EventType.WARNING, {"iteration": n, "message": message}))
+        if assessment.usage_limit is not None:
+            limit = assessment.usage_limit
+            until = datetime.fromtimestamp(limit.resets_at, UTC).isoformat()
+            message = f"usage limit reached ({limit.source}); waiting until {until}"
+            events.append((EventType.WARNING, {"iteration": n, "message": message}))
+        return [(str(kind), data) for kind, data in events]
 
     # -- loop lifecycle ------------------------------------------------------------------
 
     async def _begin(self) -> None:
         leftovers = self.store.interrupt_running_iterations(self.loop.id)
         resumed = self.loop.started_at is not None
+        if self.loop.status is LoopStatus.RATE_LIMITED and self.loop.rate_limited_until:
+            self._parked_until = self.loop.rate_limited_until  # still waits after a restart
+            self._parked_reason = self.loop.stop_detail or "rate limited"
+        if self.loop.status is LoopStatus.FAILED:  # resumed after a trip: one trial iteration
+            reason = "resumed by the user"
+            self._breaker = allow_trial(
+                self._breaker, self.config.breaker, time.time(), reason=reason
+            )
         if self.loop.status is not LoopStatus.RUNNING:
             transition(self.loop.status, LoopStatus.RUNNING)
         self.loop = replace(
@@ -336,6 +413,7 @@ class LoopRunner:
             started_at=self.loop.started_at or _now(),
             runner_pid=os.getpid(),
             runner_host=socket.gethostname(),
+            breaker_state=breaker_to_dict(self._breaker),
         )
         self.loop = self.store.save_loop(self.loop)
         self._history = self.store.iterations(self.loop.id)
@@ -347,7 +425,8 @@ class LoopRunner:
         if problem:
             self._publish(EventType.WARNING, {"message": problem})
         self._write_state()
-        if self.config.checkpoint_interval and not await is_git_work_tree(self.workdir):
+        self._git = await is_git_work_tree(self.workdir)
+        if self.config.checkpoint_interval and not self._git:
             self._checkpoints = False
             self._publish(
                 EventType.WARNING,
@@ -382,12 +461,26 @@ class LoopRunner:
         self._write_state()
         return self.loop
 
-    async def _cooldown(self) -> bool:
-        """Wait out the cooldown; True if interrupted meanwhile."""
-        if self.config.cooldown <= 0:
+    def _pause_after(self, result: IterationResult) -> float:
+        """The cooldown, stretched after errors: 2^n seconds (capped) for the n-th in a row."""
+        errors = self.loop.consecutive_errors
+        if not result.is_error or errors == 0:
+            return self.config.cooldown
+        delay = backoff_delay(
+            errors - 1, base=self.config.error_backoff_base, cap=self.config.error_backoff_cap
+        )
+        return max(self.config.cooldown, delay)
+
+    async def _cooldown(self, seconds: float) -> bool:
+        """Wait between iterations; True if interrupted meanwhile."""
+        return await self._sleep(seconds)
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep unless interrupted; True if interrupted."""
+        if seconds <= 0:
             return self.control.interrupt.is_set()
         try:
-            await asyncio.wait_for(self.control.interrupt.wait(), self.config.cooldown)
+            await asyncio.wait_for(self.control.interrupt.wait(), seconds)
         except TimeoutError:
             return False
         return True
@@ -408,6 +501,7 @@ class LoopRunner:
                     for it in self._history
                 ],
                 last_error=last.error_message if last and last.status != "ok" else None,
+                notes=self._notes,
             )
         )
 
@@ -416,8 +510,16 @@ class LoopRunner:
             iterations=self.loop.iteration,
             runtime_s=self._runtime(),
             cost_usd=self.loop.cost_usd,
-            tokens=self.loop.tokens_input + self.loop.tokens_output,
+            tokens=tokens_for_budget(
+                self._loop_tokens(), include_cache=self.config.count_cache_tokens
+            ),
             consecutive_errors=self.loop.consecutive_errors,
+        )
+
+    def _loop_tokens(self) -> TokenUsage:
+        loop = self.loop
+        return TokenUsage(
+            loop.tokens_input, loop.tokens_output, loop.tokens_cache_read, loop.tokens_cache_write
         )
 
     def _runtime(self) -> float:
@@ -465,51 +567,6 @@ _END_EVENT = {
     LoopStatus.FAILED: EventType.FAILED,
     LoopStatus.PAUSED: EventType.PAUSED,
 }
-
-
-def _iteration_status(result: IterationResult) -> str:
-    if result.interrupted:
-        return "interrupted"
-    if result.timed_out:
-        return "timeout"
-    return "error" if result.is_error else "ok"
-
-
-def _error_type(result: IterationResult) -> str:
-    if result.timed_out:
-        return "timeout"
-    if result.api_error_status:
-        return f"api_error_{result.api_error_status}"
-    if result.exit_code not in (0, None):
-        return "agent_exit"
-    return "agent_error"
-
-
-def _consecutive_errors(before: int, status: str) -> int:
-    """Errors and timeouts count; an interrupt (the user's doing) leaves the count as it was."""
-    if status in ("error", "timeout"):
-        return before + 1
-    return before if status == "interrupted" else 0
-
-
-def _error_text(done: IterationRecord) -> str:
-    return done.error_message or "the agent run failed"
-
-
-def _error_context(result: IterationResult) -> dict[str, Any]:
-    return {
-        "exit_code": result.exit_code,
-        "api_error_status": result.api_error_status,
-        "stderr_tail": result.stderr_tail[-4000:],
-        "output_tail": result.final_text[-2000:],
-        "unparsed_lines": result.unparsed_lines,
-        "timed_out": result.timed_out,
-    }
-
-
-def _summary(result: IterationResult) -> str:
-    text = " ".join(result.final_text.split()) or (result.error_message or "")
-    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
 def _now() -> datetime:

@@ -68,6 +68,10 @@ class IterationRecord:
     agent_session_id: str | None = None
     num_turns: int | None = None
     permission_denials: list[dict[str, Any]] = field(default_factory=list)
+    gate_results: list[dict[str, Any]] | None = (
+        None  # verification gates run on a claimed completion
+    )
+    signals: dict[str, Any] | None = None  # what the response analyzer noticed
 
 
 @dataclass(frozen=True, slots=True)

@@ -167,6 +167,16 @@ class Store:
         with self._transaction("read iterations") as conn:
             return [IterationRecord(**row._mapping) for row in conn.execute(query)]
 
+    def iteration_starts_since(self, since: datetime, loop_id: str | None = None) -> list[datetime]:
+        """When iterations started at or after ``since``, oldest first; every loop's when
+        ``loop_id`` is None. What calls-per-hour limits count."""
+        started = iterations.c.started_at
+        query = select(started).where(started >= since).order_by(started)
+        if loop_id is not None:
+            query = query.where(iterations.c.loop_id == loop_id)
+        with self._transaction("read when iterations started") as conn:
+            return list(conn.execute(query).scalars())
+
     # Events and errors
 
     def append_event(self, loop_id: str, event_type: str, data: dict[str, Any]) -> EventRecord:

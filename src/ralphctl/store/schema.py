@@ -28,7 +28,7 @@ from sqlalchemy import (
     TypeDecorator,
 )
 
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -128,6 +128,9 @@ iterations = Table(
     Column("agent_session_id", String),
     Column("num_turns", Integer),
     Column("permission_denials", _json(), nullable=False),
+    Column("gate_results", _json()),
+    Column("signals", _json()),
+    Index("ix_iterations_started_at", "started_at"),
 )
 
 events = Table(

@@ -1,0 +1,229 @@
+"""The Stop hook end to end: one JSON object in, at most one JSON object out, exit 0.
+
+Fail open on everything: bad arguments or stdin, a missing, unreadable or corrupt tracker,
+any exception: the stop is allowed (no stdout), with one warning line on stderr and in
+``.ralph/hook.log``. Imports are ordered by need: a Stop with no loop for its session costs
+a few stat calls; the brain (markers, conditions) is imported only when a loop applies.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from ralphctl.hook import locate, paths
+from ralphctl.hook.log import warn
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ralphctl.hook.frontmatter import Scalar
+    from ralphctl.hook.locate import Found
+    from ralphctl.hook.record import StopRecord
+    from ralphctl.hook.stop import Outcome
+    from ralphctl.hook.stopinput import StopEvent
+    from ralphctl.hook.tracker import Tracker
+
+#: The events a Stop hook answers (Claude Code and Codex: Stop; Gemini: AfterAgent).
+EVENTS = frozenset({"Stop", "AfterAgent"})
+DEFAULT_FORMAT = "claude"
+#: Stdin is read up to one byte past the limit, which stopinput then refuses.
+READ_LIMIT = 16 * 1024 * 1024 + 1
+#: Tracker fields copied into the stored loop's config.
+RECORDED_CONFIG = ("max_iterations", "completion_marker", "max_runtime_s", "max_cost_usd")
+
+
+class HookError(Exception):
+    """A Stop the hook cannot decide: it allows it and says why."""
+
+
+def main(argv: list[str]) -> int:
+    """``ralphctl-hook stop [--format claude|codex|gemini]``: always exits 0."""
+    try:
+        raw = sys.stdin.buffer.read(READ_LIMIT)
+    except BaseException as exc:  # no stdin at all: nothing to decide on
+        warn(f"allowing the stop: cannot read stdin ({exc})", os.environ.get("CLAUDE_PROJECT_DIR"))
+        return 0
+    line, record = respond(raw, argv, os.environ, time.time())
+    if line is not None:
+        try:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+        except BaseException as exc:
+            warn(f"cannot print the decision ({exc})", os.environ.get("CLAUDE_PROJECT_DIR"))
+            return 0
+    if record is not None:
+        from ralphctl.hook.record import MODE_ENV, dispatch
+
+        dispatch(record, os.environ.get(MODE_ENV))
+    return 0
+
+
+def respond(
+    raw: bytes, argv: list[str], env: Mapping[str, str], now: float
+) -> tuple[str | None, StopRecord | None]:
+    """The line to print (None: nothing) and the history to record. Never raises: any
+    failure is one warning and an allowed stop."""
+    run = StopRun(env, now)
+    try:
+        return run.handle(raw, parse_format(argv))
+    except BaseException as exc:  # the hook must never fail closed
+        warn(f"allowing the stop: {exc or type(exc).__name__}", run.project)
+        return None, None
+
+
+def parse_format(argv: list[str]) -> str:
+    """``[--format X | --format=X]``; anything else is an error (and the stop is allowed)."""
+    if not argv:
+        return DEFAULT_FORMAT
+    if len(argv) == 2 and argv[0] == "--format":
+        return argv[1]
+    if len(argv) == 1 and argv[0].startswith("--format="):
+        return argv[0].partition("=")[2]
+    raise HookError(f"unexpected arguments {' '.join(argv)!r}: use stop [--format FORMAT]")
+
+
+class StopRun:
+    """One Stop event; ``project`` is known as early as possible, for the log."""
+
+    def __init__(self, env: Mapping[str, str], now: float) -> None:
+        self.env = env
+        self.now = now
+        self.project: str | None = env.get("CLAUDE_PROJECT_DIR") or None
+
+    def handle(self, raw: bytes, output_format: str) -> tuple[str | None, StopRecord | None]:
+        """The line to print (None: nothing) and what to add to the history (None: nothing)."""
+        env_session = self.env.get("CLAUDE_CODE_SESSION_ID")
+        if (
+            self.project is not None
+            and paths.valid_session_id(env_session)
+            and not locate.might_apply(self.project, env_session)
+        ):
+            return None, None
+        from ralphctl.hook import mapper
+        from ralphctl.hook.stopinput import parse
+
+        mapper.check(output_format)
+        event = parse(raw)
+        if event.hook_event_name is not None and event.hook_event_name not in EVENTS:
+            return None, None
+        self.project = paths.project_dir(self.project, event.cwd)
+        session = next(
+            (s for s in (event.session_id, env_session) if paths.valid_session_id(s)), None
+        )
+        if session is None:
+            raise HookError(f"no valid session_id in the Stop input ({event.session_id!r})")
+        found = locate.find(self.project, session, event.transcript_path, self.now)
+        if found is None:
+            return None, None
+        decided = self._decide(found, event, session)
+        if decided is None:
+            return None, None
+        line = mapper.render(decided.outcome.intent, output_format)
+        return line, self._record(decided, session, output_format)
+
+    def _decide(self, found: Found, event: StopEvent, session: str) -> Decided | None:
+        """Read, decide and write back, under the tracker's lock."""
+        from ralphctl.hook.clock import iso
+        from ralphctl.hook.legacy import legacy_state
+        from ralphctl.hook.lock import FileLock
+        from ralphctl.hook.state import CorruptTracker, loop_state
+        from ralphctl.hook.stop import decide
+        from ralphctl.hook.tracker import load, new_loop_id, save_fields
+        from ralphctl.hook.transcript import last_assistant_text
+
+        with FileLock(found.lock):
+            tracker = load(found.path, legacy=found.legacy)
+            if tracker is None or not _applies(found, tracker.fields, session):
+                return None
+            try:
+                state = legacy_state(tracker) if found.legacy else loop_state(tracker, self.now)
+            except CorruptTracker as exc:
+                warn(f"{found.path} is corrupt ({exc}): deactivating it", self.project)
+                broken: dict[str, Scalar] = {
+                    "active": False,
+                    "ended_reason": "corrupt",
+                    "problem": str(exc),
+                }
+                save_fields(found.path, tracker.fields | broken, legacy=found.legacy)
+                return None
+            final_text = event.final_text
+            if final_text is None:  # CLIs before 2.1.47: the transcript, which may lag
+                final_text = last_assistant_text(event.transcript_path)
+            outcome = decide(
+                state, final_text, stop_hook_active=event.stop_hook_active, now=iso(self.now)
+            )
+            fields = tracker.fields | outcome.changes
+            if not _text(fields.get("loop_id")):
+                fields["loop_id"] = new_loop_id()
+            if not save_fields(found.path, fields, legacy=found.legacy):
+                return None  # deleted meanwhile: that is a cancel
+        return Decided(tracker, fields, outcome, state.iteration, final_text)
+
+    def _record(self, decided: Decided, session: str, agent: str) -> StopRecord:
+        from ralphctl.hook.record import StopRecord
+
+        before, after, ended = decided.before.fields, decided.fields, decided.outcome.ended
+        detection = decided.outcome.detection
+        return StopRecord(
+            loop_id=str(after["loop_id"]),
+            project=str(self.project),
+            agent=agent,
+            session_id=session,
+            task=_text(after.get("task")) or decided.before.body.strip(),
+            loop_started_at=_epoch(after.get("started_at")) or self.now,
+            ended_at=self.now,
+            iteration=decided.iteration,
+            # The iteration that just ended began with our previous decision (or the arming).
+            iteration_started_at=_epoch(before.get("last_decision_at")),
+            summary=decided.final_text,
+            completed=detection.completed,
+            blocked_reason=detection.blocked_reason,
+            stop_reason=None if ended is None else str(ended.reason),
+            stop_detail="" if ended is None else ended.detail,
+            config={key: after[key] for key in RECORDED_CONFIG if key in after},
+        )
+
+
+class Decided:
+    """A decided Stop: the tracker as read, its new fields, the outcome, what the agent said."""
+
+    __slots__ = ("before", "fields", "final_text", "iteration", "outcome")
+
+    def __init__(
+        self,
+        before: Tracker,
+        fields: dict[str, Scalar],
+        outcome: Outcome,
+        iteration: int,
+        final_text: str,
+    ) -> None:
+        self.before = before
+        self.fields = fields
+        self.outcome = outcome
+        self.iteration = iteration
+        self.final_text = final_text
+
+
+def _applies(found: Found, fields: dict[str, Scalar], session: str) -> bool:
+    if found.legacy:
+        return locate.legacy_applies(fields, session)
+    return locate.is_active(fields)
+
+
+def _text(value: Scalar) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _epoch(value: Scalar) -> float | None:
+    from ralphctl.hook.clock import epoch
+
+    text = _text(value)
+    if text is None:
+        return None
+    try:
+        return epoch(text)
+    except ValueError:
+        return None

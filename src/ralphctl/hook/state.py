@@ -1,0 +1,106 @@
+"""Read a ralphctl tracker's frontmatter as a ``LoopState``, checking every value.
+
+A value of the wrong type or out of range is ``CorruptTracker``: the hook then deactivates
+the loop and lets the agent stop, rather than guess.
+"""
+
+from __future__ import annotations
+
+from ralphctl.domain import defaults
+from ralphctl.domain.conditions import Budgets, Totals
+from ralphctl.domain.markers import parse_marker
+from ralphctl.hook.clock import epoch
+from ralphctl.hook.frontmatter import Scalar
+from ralphctl.hook.stop import LoopState
+from ralphctl.hook.tracker import Tracker
+
+
+class CorruptTracker(ValueError):
+    """A tracker whose frontmatter parses but whose values make no sense."""
+
+
+def loop_state(tracker: Tracker, now: float) -> LoopState:
+    """The decision's view of one of our trackers at Unix time ``now``."""
+    fields = tracker.fields
+    max_iterations = optional_int(fields, "max_iterations", minimum=1)
+    max_runtime = optional_number(fields, "max_runtime_s")
+    if max_iterations is None and max_runtime is None:
+        raise CorruptTracker("a loop needs a bound: max_iterations or max_runtime_s")
+    signal = required_str(fields, "completion_marker")
+    try:
+        marker = parse_marker(signal)
+    except ValueError as exc:
+        raise CorruptTracker(f"completion_marker: {exc}") from None
+    continue_message = optional_str(fields, "continue_message") or defaults.CONTINUE_MESSAGE
+    return LoopState(
+        iteration=required_int(fields, "iteration", minimum=0),
+        budgets=Budgets(
+            max_iterations=max_iterations,
+            max_runtime_s=max_runtime,
+            max_cost_usd=optional_number(fields, "max_cost_usd"),
+            max_tokens=optional_int(fields, "max_tokens", minimum=1),
+        ),
+        totals=Totals(
+            runtime_s=max(0.0, now - started_at(fields)),
+            cost_usd=optional_number(fields, "cost_usd", positive=False) or 0.0,
+            tokens=optional_int(fields, "tokens", minimum=0) or 0,
+        ),
+        marker=marker,
+        reason=(
+            f"{continue_message}\n\nTracker: {tracker.path}\n"
+            f"When the task is completely done, end your reply with the line {marker.signal}"
+        ),
+        body=tracker.body,
+        last_decision=optional_str(fields, "last_decision"),
+        stop_hook_active_count=optional_int(fields, "stop_hook_active_count", minimum=0) or 0,
+        cap_overrides=optional_int(fields, "cap_overrides", minimum=0) or 0,
+    )
+
+
+def started_at(fields: dict[str, Scalar]) -> float:
+    text = required_str(fields, "started_at")
+    try:
+        return epoch(text)
+    except ValueError:
+        raise CorruptTracker(f"started_at is not an ISO 8601 time: {text!r}") from None
+
+
+def required_str(fields: dict[str, Scalar], key: str) -> str:
+    value = optional_str(fields, key)
+    if value is None:
+        raise CorruptTracker(f"{key} is missing")
+    return value
+
+
+def optional_str(fields: dict[str, Scalar], key: str) -> str | None:
+    value = fields.get(key)
+    if value is not None and not isinstance(value, str):
+        raise CorruptTracker(f"{key} must be text, not {value!r}")
+    return value
+
+
+def required_int(fields: dict[str, Scalar], key: str, *, minimum: int) -> int:
+    value = optional_int(fields, key, minimum=minimum)
+    if value is None:
+        raise CorruptTracker(f"{key} is missing")
+    return value
+
+
+def optional_int(fields: dict[str, Scalar], key: str, *, minimum: int) -> int | None:
+    value = fields.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise CorruptTracker(f"{key} must be a whole number >= {minimum}, not {value!r}")
+    return value
+
+
+def optional_number(fields: dict[str, Scalar], key: str, *, positive: bool = True) -> float | None:
+    value = fields.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CorruptTracker(f"{key} must be a number, not {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise CorruptTracker(f"{key} must be {'> 0' if positive else '>= 0'}, not {value!r}")
+    return float(value)

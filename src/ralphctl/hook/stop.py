@@ -1,0 +1,202 @@
+"""The Stop decision, pure: a loop's state and the agent's last words in, an intent out.
+
+Plain ``__slots__`` classes rather than dataclasses: each dataclass costs about a
+millisecond to create at import, and this module is on the Stop hook's hot path.
+
+The seed's flow on top of the brain: an inactive or missing loop is handled before we get
+here; then ``domain.conditions.evaluate`` decides with the same rules as fresh mode
+(completion, blocked, iterations, runtime, cost, tokens; the first that fires wins), so a
+promise kept on the last allowed iteration still counts as completion. Otherwise the
+iteration counter moves on and the stop is blocked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ralphctl.domain.conditions import Budgets, Decision, Totals, evaluate
+from ralphctl.domain.markers import Detection, Marker, detect, detect_in_tracker
+from ralphctl.domain.states import StopReason
+from ralphctl.hook.frontmatter import Scalar
+
+BLOCK = "block"
+ALLOW = "allow"
+CAP_NOTE = (
+    "the previous turn was ended by Claude Code, not by this hook (its block cap, see "
+    "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, or an interrupt): that was not a completion"
+)
+NOTHING = Detection(completed=False, blocked_reason=None, evidence=None)
+
+
+class StopBlock:
+    """Keep the agent working: ``reason`` is its next instruction (never empty)."""
+
+    __slots__ = ("reason", "system_message")
+
+    def __init__(self, reason: str, system_message: str | None = None) -> None:
+        self.reason = reason
+        self.system_message = system_message
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StopBlock) and (self.reason, self.system_message) == (
+            other.reason,
+            other.system_message,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.reason, self.system_message))
+
+    def __repr__(self) -> str:
+        return f"StopBlock({self.reason!r}, {self.system_message!r})"
+
+
+class Allow:
+    """Let the agent stop; ``system_message`` tells the user why, if there is news."""
+
+    __slots__ = ("system_message",)
+
+    def __init__(self, system_message: str | None = None) -> None:
+        self.system_message = system_message
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Allow) and self.system_message == other.system_message
+
+    def __hash__(self) -> int:
+        return hash(self.system_message)
+
+    def __repr__(self) -> str:
+        return f"Allow({self.system_message!r})"
+
+
+Intent = StopBlock | Allow
+
+
+class LoopState:
+    """What the decision needs from a tracker, ours or the official plugin's."""
+
+    __slots__ = (
+        "body",
+        "budgets",
+        "cap_overrides",
+        "iteration",
+        "last_decision",
+        "marker",
+        "note",
+        "reason",
+        "stop_hook_active_count",
+        "totals",
+    )
+
+    def __init__(
+        self,
+        *,
+        iteration: int,
+        budgets: Budgets,
+        totals: Totals,
+        marker: Marker | None,
+        reason: str,
+        body: str | None = None,
+        last_decision: str | None = None,
+        stop_hook_active_count: int = 0,
+        cap_overrides: int = 0,
+        note: str | None = None,
+    ) -> None:
+        self.iteration = iteration  # the iteration that just ended, counting from 1
+        self.budgets = budgets
+        self.totals = totals  # runtime, cost and tokens so far; iterations come from above
+        self.marker = marker  # None: no completion promise, only the budgets end the loop
+        self.reason = reason  # what a block tells the agent
+        self.body = body  # a tracker body, whose last line may declare completion
+        self.last_decision = last_decision
+        self.stop_hook_active_count = stop_hook_active_count
+        self.cap_overrides = cap_overrides
+        self.note = note  # added to every system message (e.g. a capped legacy budget)
+
+
+class Outcome:
+    """The intent, the frontmatter changes that record it, and why the loop ended (if so)."""
+
+    __slots__ = ("cap_override", "changes", "detection", "ended", "intent")
+
+    def __init__(
+        self,
+        intent: Intent,
+        changes: dict[str, Scalar],
+        detection: Detection,
+        ended: Decision | None = None,
+        cap_override: bool = False,
+    ) -> None:
+        self.intent = intent
+        self.changes = changes
+        self.detection = detection
+        self.ended = ended
+        self.cap_override = cap_override
+
+
+def decide(state: LoopState, final_text: str, *, stop_hook_active: bool, now: str) -> Outcome:
+    """Decide one Stop of an active loop. ``now`` is the ISO time to record.
+
+    ``stop_hook_active`` never ends the loop (the bound is max_iterations), it is counted.
+    A Stop without it while our last word was "block" means Claude Code ended the previous
+    turn itself (its block cap, or an interrupt): counted and reported, never a completion.
+    """
+    changes: dict[str, Scalar] = {"last_decision_at": now}
+    notes = [state.note] if state.note else []
+    if stop_hook_active:
+        changes["stop_hook_active_count"] = state.stop_hook_active_count + 1
+    cap_override = not stop_hook_active and state.last_decision == BLOCK
+    if cap_override:
+        changes["cap_overrides"] = state.cap_overrides + 1
+        notes.append(CAP_NOTE)
+    detection = _detect(state, final_text)
+    decision = evaluate(
+        replace(state.totals, iterations=state.iteration),
+        state.budgets,
+        completed=detection.completed,
+        blocked_reason=detection.blocked_reason,
+    )
+    if decision.reason is not None:
+        changes |= {
+            "active": False,
+            "last_decision": ALLOW,
+            "ended_reason": str(decision.reason),
+            "ended_at": now,
+        }
+        message = _join(_ended_message(state, decision), notes)
+        return Outcome(Allow(message), changes, detection, decision, cap_override)
+    following = state.iteration + 1
+    changes |= {"iteration": following, "last_decision": BLOCK}
+    progress = f"Ralph iteration {following}{_of(state.budgets)}"
+    reason = f"{state.reason.strip() or progress}\n\n({progress})"
+    return Outcome(
+        StopBlock(reason, _join(progress, notes)), changes, detection, None, cap_override
+    )
+
+
+def _detect(state: LoopState, final_text: str) -> Detection:
+    """The agent's final text first; then the tracker body's last line."""
+    if state.marker is None:
+        return NOTHING
+    found = detect(final_text, state.marker, prompt=state.reason)
+    if found.completed or found.blocked_reason is not None or state.body is None:
+        return found
+    return detect_in_tracker(state.body, state.marker)
+
+
+def _of(budgets: Budgets) -> str:
+    return "" if budgets.max_iterations is None else f"/{budgets.max_iterations}"
+
+
+def _ended_message(state: LoopState, decision: Decision) -> str:
+    n = state.iteration
+    if decision.reason is StopReason.COMPLETION:
+        return f"Ralph loop complete at iteration {n}{_of(state.budgets)}."
+    if decision.reason is StopReason.BLOCKED:
+        return f"Ralph loop blocked at iteration {n}: {decision.detail}"
+    if decision.reason is StopReason.MAX_ITERATIONS:
+        return f"Ralph loop stopped: max iterations ({state.budgets.max_iterations}) reached."
+    return f"Ralph loop stopped at iteration {n}: {decision.reason} {decision.detail}."
+
+
+def _join(message: str, notes: list[str]) -> str:
+    return " | ".join([message, *notes])

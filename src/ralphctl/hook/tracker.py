@@ -1,0 +1,131 @@
+"""Read and write tracker files: frontmatter the hook owns, a body the agent owns.
+
+Every write is atomic (a temp file in the same directory, fsync, rename). Callers hold the
+tracker's ``FileLock`` around read-decide-write; ``save_fields`` re-reads the body right
+before writing so that the agent's edits to it are never lost.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ralphctl.hook import frontmatter
+from ralphctl.hook.frontmatter import FrontmatterError, Scalar
+
+#: A tracker is a small text file; anything bigger is not one of ours.
+MAX_TRACKER_BYTES = 4 * 1024 * 1024
+
+
+class TrackerError(Exception):
+    """A tracker exists but cannot be read or understood (the hook then fails open)."""
+
+
+class Tracker:
+    """One tracker file as read: its frontmatter ``fields`` and the markdown ``body``."""
+
+    __slots__ = ("body", "fields", "path")
+
+    def __init__(self, path: str, fields: dict[str, Scalar], body: str) -> None:
+        self.path = path
+        self.fields = fields
+        self.body = body
+
+    def __repr__(self) -> str:
+        return f"Tracker({self.path!r}, {self.fields!r})"
+
+
+def load(path: str, *, legacy: bool = False) -> Tracker | None:
+    """The tracker at ``path``; None if there is none; TrackerError if it is unreadable.
+
+    ``legacy``: the official plugin's file, whose quoted values are written unescaped; it is
+    read strictly first (ralphctl's own rewrites are escaped), then as the plugin reads it.
+    """
+    text = read_text(path)
+    if text is None:
+        return None
+    try:
+        fields, body = frontmatter.parse(text)
+    except FrontmatterError as exc:
+        if not legacy:
+            raise TrackerError(f"{path}: {exc}") from None
+        try:
+            fields, body = frontmatter.parse(text, verbatim_quotes=True)
+        except FrontmatterError:
+            raise TrackerError(f"{path}: {exc}") from None
+    return Tracker(path, fields, body)
+
+
+def read_text(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TRACKER_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise TrackerError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if len(data) > MAX_TRACKER_BYTES:
+        raise TrackerError(f"{path}: larger than {MAX_TRACKER_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TrackerError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def new_loop_id() -> str:
+    """A store loop id, in the shape of fresh loops' ids (12 hex digits)."""
+    return os.urandom(6).hex()
+
+
+def write(path: str, fields: dict[str, Scalar], body: str) -> None:
+    """Write a whole tracker atomically (used for new trackers and under the lock)."""
+    write_atomic(path, frontmatter.render(fields, body))
+
+
+def save_fields(path: str, fields: dict[str, Scalar], *, legacy: bool = False) -> bool:
+    """Replace the frontmatter of ``path``, keeping the body as it is on disk right now.
+
+    Returns False, writing nothing, if the tracker has disappeared (deleting it is how the
+    official plugin cancels a loop: it must not come back). Call it under the lock.
+    """
+    current = load(path, legacy=legacy)
+    if current is None:
+        return False
+    write(path, fields, current.body)
+    return True
+
+
+def archive(path: str) -> str:
+    """Move a finished tracker aside as ``loop-tracker.N.md`` (first free N); returns it.
+
+    Call it under the tracker's lock. The agent's notes of an earlier loop are never lost.
+    """
+    stem, extension = os.path.splitext(path)
+    number = 1
+    while os.path.exists(f"{stem}.{number}{extension}"):
+        number += 1
+    target = f"{stem}.{number}{extension}"
+    os.rename(path, target)
+    return target
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Temp file in the same directory, fsync, rename over ``path``."""
+    directory = os.path.dirname(path) or "."
+    temp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    data = text.encode("utf-8")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,112 @@
+"""The session transcript (JSONL), read only as a fallback: it is written asynchronously.
+
+Claude Code writes each content block of an assistant message as its own line, all sharing
+``message.id``; some versions repeat earlier blocks. Old CLIs (before 2.1.47) send no
+``last_assistant_message``, so the hook reads the final text from the transcript's tail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+#: How much of the transcript's end is read for the final message.
+TAIL_BYTES = 2 * 1024 * 1024
+#: How much of it is searched for an arming token (the arming turn is the current one).
+SEARCH_BYTES = 64 * 1024 * 1024
+#: Tracker times are whole seconds; transcript lines this close to the arming may precede it.
+LAG_TOLERANCE_S = 2.0
+#: How many of the last lines are read for the newest timestamp.
+NEWEST_OF_LINES = 50
+
+
+def last_assistant_text(path: str | None) -> str:
+    """The text blocks of the last assistant message, joined; "" if there is none or no file.
+
+    A last message of tool calls only has no text, so it can never complete a loop.
+    """
+    tail = _tail(path, TAIL_BYTES)
+    if not tail:
+        return ""
+    lines = tail.split(b"\n")
+    last_id: object = None
+    texts: list[str] = []
+    for line in lines:
+        message = _assistant_message(line)
+        if message is None:
+            continue
+        message_id = message.get("id")
+        if message_id != last_id or message_id is None:
+            last_id, texts = message_id, []
+        for block in _blocks(message):
+            text = block.get("text")
+            if block.get("type") == "text" and isinstance(text, str) and text not in texts:
+                texts.append(text)
+    return "\n".join(texts)
+
+
+def may_have_armed(path: str | None, token: str, armed_at: float) -> bool:
+    """Could the session of this transcript be the one that printed ``token`` at ``armed_at``?
+
+    Yes if the token is there. Yes if the transcript cannot be read, or has not caught up
+    with the arming yet (it is written asynchronously: at the first Stop the arming tool's
+    output is often not in it). No once it shows later activity without the token: that is
+    another session of the same project.
+    """
+    tail = _tail(path, SEARCH_BYTES)
+    if tail is None or token.encode() in tail:
+        return True
+    newest = _newest_timestamp(tail)
+    return newest is None or newest <= armed_at + LAG_TOLERANCE_S
+
+
+def _newest_timestamp(tail: bytes) -> float | None:
+    from ralphctl.hook.clock import epoch
+
+    newest = None
+    for line in tail.rstrip(b"\n").split(b"\n")[-NEWEST_OF_LINES:]:
+        try:
+            record = json.loads(line)
+            moment = epoch(record["timestamp"])
+        except (ValueError, RecursionError, TypeError, KeyError):
+            continue
+        newest = moment if newest is None else max(newest, moment)
+    return newest
+
+
+def _tail(path: str | None, limit: int) -> bytes | None:
+    """The last ``limit`` bytes of the file, from a line start (a cut first line is dropped)."""
+    if not path:
+        return None
+    try:
+        with open(os.path.expanduser(path), "rb") as handle:
+            start = max(0, handle.seek(0, os.SEEK_END) - limit)
+            handle.seek(start)
+            data = handle.read(limit)
+    except OSError:
+        return None
+    return data.partition(b"\n")[2] if start else data
+
+
+def _assistant_message(line: bytes) -> dict[str, object] | None:
+    if b'"assistant"' not in line:
+        return None
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict) or record.get("type") != "assistant":
+        return None
+    if record.get("isSidechain") is True:
+        return None
+    message = record.get("message")
+    return message if isinstance(message, dict) else None
+
+
+def _blocks(message: dict[str, object]) -> list[dict[str, object]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, dict)]

@@ -1,0 +1,69 @@
+"""What is installed for a scope, and whether it still works."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ralphctl.plugin.installer import installed, residue_present
+from ralphctl.plugin.scopes import Plan, Scope
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    scope: Scope
+    manifest: Path
+    installed: bool
+    commands: tuple[str, ...]
+    version: str | None = None
+    interpreter: str | None = None
+    interpreter_found: bool = False
+    missing_files: tuple[Path, ...] = ()
+    loaded_by_claude: bool | None = None  # user scope: Claude Code has read the marketplace
+    also_installed: Scope | None = None  # the other scope, whose hook would run too
+
+    @property
+    def problems(self) -> list[str]:
+        found = []
+        if self.installed and not self.interpreter_found:
+            found.append(f"the interpreter {self.interpreter} is gone: install again")
+        found += [f"missing: {path}" for path in self.missing_files]
+        if self.installed and self.also_installed:
+            found.append(
+                f"also installed at {self.also_installed} scope: the Stop hook runs twice per"
+                " stop and every stop counts twice; uninstall one of them"
+            )
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scope": str(self.scope),
+            "installed": self.installed,
+            "manifest": str(self.manifest),
+            "commands": list(self.commands),
+            "version": self.version,
+            "interpreter": self.interpreter,
+            "loaded_by_claude": self.loaded_by_claude,
+            "problems": self.problems,
+        }
+
+
+def status(plan: Plan, other: Plan) -> Status:
+    """Compare the manifest of ``plan``'s scope with the disk; ``other`` is the other scope."""
+    manifest = installed(plan.manifest)
+    if manifest is None:
+        return Status(plan.scope, plan.manifest, False, plan.commands)
+    return Status(
+        scope=plan.scope,
+        manifest=plan.manifest,
+        installed=True,
+        commands=plan.commands,
+        version=manifest.version,
+        interpreter=manifest.interpreter,
+        interpreter_found=os.access(manifest.interpreter, os.X_OK),
+        missing_files=tuple(path for path in manifest.files if not path.is_file()),
+        loaded_by_claude=all(map(residue_present, plan.residues)) if plan.residues else None,
+        also_installed=other.scope if installed(other.manifest) else None,
+    )
