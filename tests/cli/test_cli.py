@@ -349,3 +349,53 @@ def test_a_full_disk_stops_the_loop_with_exit_3_and_loses_nothing_recorded(env, 
     assert resumed.returncode == 1, resumed.stderr
     after = json.loads(ralphctl("history", loop_id, "--json", env=env).stdout)["iterations"]
     assert [it["n"] for it in after][: len(recorded)] == recorded
+
+
+EXAMPLE_WORKFLOW = Path(__file__).parents[2] / "examples" / "workflows" / "e2e-testing"
+
+
+def test_a_workflow_supplies_the_prompt_and_its_loop_settings(env, workdir, tmp_path):
+    env = {**env, "RALPHCTL_WORKFLOWS_DIR": str(tmp_path / "workflows")}
+    assert ralphctl("workflow", "install", str(EXAMPLE_WORKFLOW), env=env).returncode == 0
+    dry = ralphctl(
+        "run",
+        "the login flow",
+        "--workflow",
+        "e2e-testing",
+        "--workdir",
+        str(workdir),
+        "--max-iterations",
+        "7",
+        "--dry-run",
+        env=env,
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert "Write end-to-end tests for: the login flow" in dry.stdout
+    assert "workflow e2e-testing" in dry.stdout  # where completion_signal came from
+    assert "<promise>E2E COMPLETE</promise>" in dry.stdout
+    done = {"text": "All flows covered.\n<promise>E2E COMPLETE</promise>"}
+    result = ralphctl(
+        "run",
+        "the login flow",
+        "--workflow",
+        "e2e-testing",
+        "--script",
+        script(workdir, done),
+        "--workdir",
+        str(workdir),
+        "--cooldown",
+        "0",
+        "--json",
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    loop = json.loads(ralphctl("status", "--json", env=env).stdout)[0]
+    assert loop["workflow"] == "e2e-testing"
+    assert loop["config"]["max_iterations"] == 20
+
+
+def test_an_unknown_workflow_is_a_usage_error(env, workdir, tmp_path):
+    env = {**env, "RALPHCTL_WORKFLOWS_DIR": str(tmp_path / "workflows")}
+    result = ralphctl("run", "x", "--workflow", "nope", "--workdir", str(workdir), env=env)
+    assert result.returncode == 2
+    assert "nope" in result.stderr

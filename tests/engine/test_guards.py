@@ -249,3 +249,21 @@ def test_the_token_budget_counts_cache_tokens_only_when_asked(db: Store, workdir
     assert run(db, loop, config).stop_reason is StopReason.MAX_TOKENS
     loop, config = new_loop(db, workdir, [step], max_tokens=500, max_iterations=3)
     assert run(db, loop, config).stop_reason is StopReason.MAX_ITERATIONS
+
+
+def test_an_allowed_warning_only_logs(db: Store, workdir: Path):
+    warned = {
+        "text": DONE,
+        "rate_limit": {
+            "status": "allowed_warning",
+            "resetsAt": int(time.time()) + 3600,
+            "rateLimitType": "seven_day",
+        },
+    }
+    loop, config = new_loop(db, workdir, [warned])
+    observer = Recorder()
+    final = run(db, loop, config, observer=observer)
+    assert final.status is LoopStatus.COMPLETED
+    assert "waiting" not in observer.types()
+    warnings = [e.data["message"] for e in observer.events if e.event_type == "warning"]
+    assert any("close to the agent's usage limit (seven_day)" in w for w in warnings)

@@ -45,6 +45,7 @@ from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.events import EventType
 from ralphctl.domain.model import IterationResult, TokenUsage
 from ralphctl.domain.states import LoopStatus, StopReason, transition
+from ralphctl.domain.usage_limits import usage_warning
 from ralphctl.engine.assess import Assessment, assess, completion_claim
 from ralphctl.engine.checkpoint import create_checkpoint, is_git_work_tree
 from ralphctl.engine.gates import GateResult, run_gates
@@ -357,19 +358,27 @@ class LoopRunner:
                 self.loop.id, done.n, error_type(result), error_text(done), context
             )
         events = iteration_events(done, result, self.loop, self.config.permission_mode)
-        events += self._guard_events(done, assessment, was_open)
+        events += self._guard_events(done, result, assessment, was_open)
         stored = self.store.complete_iteration(done, self.loop, events)
         self._history.append(done)
         self._deliver(stored)
         self._write_state()
 
     def _guard_events(
-        self, done: IterationRecord, assessment: Assessment | None, was_open: bool
+        self,
+        done: IterationRecord,
+        result: IterationResult,
+        assessment: Assessment | None,
+        was_open: bool,
     ) -> list[tuple[str, dict[str, Any]]]:
         events: list[tuple[str, dict[str, Any]]] = []
         if assessment is None:
             return events
         n = done.n
+        warning = usage_warning(result)
+        if warning is not None and assessment.usage_limit is None:
+            message = f"close to the agent's usage limit ({warning.limit_type or 'unknown'})"
+            events.append((EventType.WARNING, {"iteration": n, "message": message}))
         if assessment.tripped and not was_open:
             breaker = {"reason": assessment.breaker.reason, "cause": assessment.breaker.cause}
             events.append((EventType.CIRCUIT_BREAKER_TRIPPED, {"iteration": n, **breaker}))
