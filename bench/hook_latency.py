@@ -8,12 +8,14 @@ Cases (each a real process fed one Stop event on stdin, as Claude Code runs it):
 
 Each case runs under four launchers — ``python -m ralphctl.hook stop`` (also with ``-P``),
 the ``ralphctl-hook`` console script, and ``python -I -S …/ralphctl/hook/__main__.py stop`` —
-side by side with ``python -c pass`` and ``python -I -S -c pass`` (the same interpreter),
-interleaved round-robin in one run so that machine noise hits every row alike. The history
-write is off (``RALPHCTL_HOOK_STORE=off``) in those rows; one more row, measured apart with
-a pause after each run (the detached writer imports SQLAlchemy and would load the CPU for
-the next run), shows what forking that writer adds to the blocking case. Budgets (printed,
-never asserted): <= 35 ms median for an active loop, <= 20 ms with no loop.
+side by side with ``python -c pass`` and ``python -I -S -c pass`` (the same interpreter) and
+two reference rows that only import what an active loop needs (json and fcntl; then the
+brain, ``domain.markers`` and ``domain.conditions``), all interleaved round-robin in one run
+so that machine noise hits every row alike. The history write is off
+(``RALPHCTL_HOOK_STORE=off``) in those rows; one more row, measured apart with a pause after
+each run (the detached writer imports SQLAlchemy and would load the CPU for the next run),
+shows what forking that writer adds to the blocking case. Budgets (printed, never
+asserted): <= 35 ms median for an active loop, <= 20 ms with no loop.
 
     .venv/bin/python bench/hook_latency.py [RUNS]
 """
@@ -42,9 +44,20 @@ LAUNCHERS = {
     "console script": [SCRIPT, "stop"],
     "python -I -S file": [PYTHON, "-I", "-S", HOOK_FILE, "stop"],
 }
+PACKAGE_ROOT = str(Path(ralphctl.hook.__file__).parents[2])
+IMPORT = f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r}); import json, fcntl"
 FLOORS = {
     "python -c pass": [PYTHON, "-c", "pass"],
     "python -I -S -c pass": [PYTHON, "-I", "-S", "-c", "pass"],
+    # What an active loop must import before deciding anything: the stdlib, then the brain.
+    "ref: -I -S import json, fcntl": [PYTHON, "-I", "-S", "-c", IMPORT],
+    "ref: + domain markers, conditions": [
+        PYTHON,
+        "-I",
+        "-S",
+        "-c",
+        IMPORT + "; import ralphctl.domain.markers, ralphctl.domain.conditions",
+    ],
 }
 BUDGET_MS = {"no loop": 20.0, "blocks": 35.0, "completes": 35.0}
 

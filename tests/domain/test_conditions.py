@@ -1,5 +1,3 @@
-from dataclasses import replace
-
 import pytest
 
 from ralphctl.domain.conditions import (
@@ -82,14 +80,17 @@ def test_blocked_comes_right_after_completion_and_keeps_its_reason():
 
 
 def test_limits_are_checked_in_the_seed_order():
-    everything = Totals(
-        iterations=10, runtime_s=3600, cost_usd=5, tokens=100_000, consecutive_errors=5
-    )
     order = []
-    totals = everything
-    for field in ("iterations", "runtime_s", "cost_usd", "tokens", "consecutive_errors"):
-        order.append(evaluate(totals, BUDGETS).reason)
-        totals = replace(totals, **{field: 0})
+    values = {
+        "iterations": 10,
+        "runtime_s": 3600.0,
+        "cost_usd": 5.0,
+        "tokens": 100_000,
+        "consecutive_errors": 5,
+    }
+    for field in list(values):
+        order.append(evaluate(Totals(**values), BUDGETS).reason)
+        values[field] = 0
     assert order == [
         StopReason.MAX_ITERATIONS,
         StopReason.MAX_RUNTIME,
@@ -129,3 +130,14 @@ def test_remaining_budget_is_never_negative():
 def test_remaining_is_none_where_a_budget_is_off():
     left = remaining(FRESH, Budgets())
     assert (left.iterations, left.runtime_s, left.cost_usd, left.tokens) == (None,) * 4
+
+
+def test_values_are_immutable_and_compare_by_value():
+    assert Totals(iterations=3) == Totals(iterations=3)
+    assert Totals(iterations=3) != Totals(iterations=4)
+    assert hash(Budgets(max_iterations=2)) == hash(Budgets(max_iterations=2))
+    assert repr(Totals(iterations=1)).startswith("Totals(iterations=1, runtime_s=0.0")
+    with pytest.raises(AttributeError, match="immutable"):
+        Totals().iterations = 5  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unexpected"):
+        Totals(iteration=5)  # type: ignore[call-arg]

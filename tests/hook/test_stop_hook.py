@@ -25,7 +25,7 @@ from tests.hook.helpers import (
 #: Modules the hot path must never import (the CLI's, the store's, third-party ones).
 HEAVY = ("typer", "rich", "pydantic", "sqlalchemy", "alembic", "psycopg", "orjson", "platformdirs")
 ALLOWED_RALPHCTL = re.compile(
-    r"ralphctl(\.hook(\.\w+)?|\.domain(\.(markers|conditions|defaults|states))?)?"
+    r"ralphctl(\.hook(\.\w+)?|\.domain(\.(markers|conditions|defaults|states|value))?)?"
 )
 
 
@@ -275,3 +275,15 @@ def test_the_hot_path_imports_only_the_stdlib_the_brain_and_the_hook(project, ar
 def test_a_stop_without_a_loop_imports_almost_nothing(project):
     modules = imported_modules(stop_event(), hook_env(project))
     assert not modules & {"json", "re", "dataclasses", "ralphctl.domain.markers", "fcntl"}
+
+
+def test_a_runner_recording_cost_in_the_tracker_enforces_the_cost_budget(project):
+    from ralphctl.hook.tracker import update_fields
+
+    arm(str(project), "Fix it", session_id=SESSION, max_cost_usd=1.0)
+    tracker = session_tracker(project)
+    assert update_fields(str(tracker), {"cost_usd": 1.25, "tokens": 5000})
+    printed = answer(run_hook(stop_event(), hook_env(project)))
+    assert "max_cost" in printed["systemMessage"]
+    assert fields_of(tracker)["ended_reason"] == "max_cost"
+    assert not update_fields(str(project / "missing.md"), {"cost_usd": 1.0})

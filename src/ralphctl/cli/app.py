@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ralphctl import __version__
-from ralphctl.cli import demo, inspect, plugin, rollback, run, workflow
+from ralphctl.cli import config, demo, inspect, loops, plugin, rollback, run, workflow
 from ralphctl.cli.common import UsageError, fail
 from ralphctl.domain.states import EXIT_USAGE
 from ralphctl.settings import ConfigError
@@ -24,9 +24,13 @@ app.command("resume")(run.resume_command)
 app.command("status")(inspect.status_command)
 app.command("history")(inspect.history_command)
 app.command("rollback")(rollback.rollback_command)
+app.command("cancel")(session.cancel_command)
+app.command("sessions")(session.sessions_command)
 app.command("demo")(demo.demo_command)
 app.add_typer(workflow.app, name="workflow")
 app.add_typer(plugin.app, name="plugin")
+app.add_typer(loops.app, name="loops")
+app.add_typer(config.app, name="config")
 
 
 def _version(value: bool) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 
 from ralphctl.domain.states import StopReason
+from ralphctl.domain.value import value
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class Budgets:
     """The limits of one loop; ``None`` means that limit is off."""
 
@@ -19,7 +19,7 @@ class Budgets:
     max_consecutive_errors: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class Totals:
     """What a loop has used so far (persisted, so it survives restarts)."""
 
@@ -43,7 +43,7 @@ class Action(StrEnum):
     PAUSE = "pause"
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class Decision:
     action: Action
     reason: StopReason | None = None
@@ -114,7 +114,7 @@ def _fmt(value: float, unit: str) -> str:
     return f"{value:g} {unit}"
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class Remaining:
     """Budget left before the next iteration; ``None`` where the limit is off."""
 

@@ -6,6 +6,7 @@ from enum import StrEnum
 
 
 class EventType(StrEnum):
+    CREATED = "created"  # stored by the manager; pending until it starts
     STARTED = "started"
     RESUMED = "resumed"
     ITERATION_STARTED = "iteration_started"
@@ -19,7 +20,9 @@ class EventType(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     STATE_CHANGED = "state_changed"
+    PAUSE_REQUESTED = "pause_requested"  # takes effect between iterations
     PAUSED = "paused"
+    SUSPENDED = "suspended"  # left active with no runner (the manager shut down); resumed on start
     STOPPED = "stopped"
     COMPLETED = "completed"
     BLOCKED = "blocked"

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+
+from ralphctl.domain.value import value
 
 _OPEN, _CLOSE = "<promise>", "</promise>"
 _TAG_TOKEN = re.compile(r"<(/?)promise>")
@@ -49,7 +50,7 @@ def normalise(text: str) -> str:
     return " ".join(text.split())
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class Marker:
     """A parsed completion signal: ``tagged`` means the ``<promise>TEXT</promise>`` form."""
 
@@ -91,7 +92,7 @@ def promise(text: str) -> Marker:
     return Marker(normalise(tag.group(1) if tag else text), tagged=True)
 
 
-@dataclass(frozen=True, slots=True)
+@value(frozen=True, slots=True)
 class Detection:
     """What the agent declared; ``evidence`` is the matched tag or line, for the record."""
 

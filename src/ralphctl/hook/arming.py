@@ -52,7 +52,9 @@ class Armed:
         )
         bounds = [
             f"{self.max_iterations} iterations" if self.max_iterations else "no iteration limit",
-            f"{self.max_runtime_s:g}s runtime" if self.max_runtime_s else "no runtime limit",
+            f"{_duration(self.max_runtime_s)} runtime"
+            if self.max_runtime_s
+            else "no runtime limit",
         ]
         if self.max_cost_usd is not None:
             bounds.append(f"${self.max_cost_usd:g} cost")
@@ -158,6 +160,14 @@ def arm(
         task=task,
         archived=archived,
     )
+
+
+def _duration(seconds: float) -> str:
+    """``4h``, ``90m``, ``45s``: the largest unit that divides evenly."""
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"
 
 
 def _check_bounds(

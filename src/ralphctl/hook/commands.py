@@ -1,4 +1,4 @@
-"""``ralphctl-hook arm|cancel|status``: what the slash commands run (argparse, stdlib only).
+"""``ralphctl-hook arm|cancel|status``: what the slash commands run (argparse).
 
 Flags take ``--flag value`` and ``--flag=value``; an unknown flag is an error, never prompt
 text (the official plugin read ``--max-iterations=3`` as prompt words and ran unbounded).
@@ -45,18 +45,12 @@ def _arm(argv: list[str]) -> int:
     parser.add_argument("--tracker-template", help="Markdown file for the tracker body.")
     parser.add_argument("--replace", action="store_true", help="Replace this session's loop.")
     args = parser.parse_intermixed_args(argv)
-    if args.unlimited and args.max_iterations is not None:
-        return _fail("choose --max-iterations N or --unlimited, not both")
     try:
         armed = arm(
             _project(args.project),
             " ".join(args.prompt),
             session_id=_session(args.session),
-            max_iterations=None
-            if args.unlimited
-            else defaults.MAX_ITERATIONS
-            if args.max_iterations is None
-            else args.max_iterations,
+            max_iterations=_max_iterations(args.max_iterations, args.unlimited),
             completion_signal=_signal(args.completion_promise, args.completion_signal),
             max_runtime_s=_runtime(args.max_runtime),
             max_cost_usd=args.max_cost,
@@ -109,6 +103,14 @@ def _session(explicit: str | None) -> str | None:
     return explicit or os.environ.get("CLAUDE_CODE_SESSION_ID") or None
 
 
+def _max_iterations(value: int | None, unlimited: bool) -> int | None:
+    if unlimited and value is not None:
+        raise ArmError("choose --max-iterations N or --unlimited, not both")
+    if unlimited:
+        return None
+    return defaults.MAX_ITERATIONS if value is None else value
+
+
 def _signal(promise_text: str | None, signal: str | None) -> str:
     if promise_text is not None:
         from ralphctl.domain.markers import promise
@@ -126,11 +128,9 @@ def _runtime(text: str | None) -> float | None:
     from ralphctl.domain.config import parse_duration
 
     try:
-        seconds = parse_duration(text)
+        return parse_duration(text)
     except ValueError as exc:
         raise ArmError(f"--max-runtime: {exc}") from None
-    assert isinstance(seconds, float)  # a text always parses to seconds as a float
-    return seconds
 
 
 def _template(path: str | None) -> str:

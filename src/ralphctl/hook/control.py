@@ -81,8 +81,10 @@ def list_loops(project: str) -> list[LoopInfo]:
     return [info for info in found if info is not None]
 
 
-def select(loops: list[LoopInfo], session_id: str | None) -> tuple[list[LoopInfo], LoopInfo | None]:
-    """(the active loops, the one a cancel or status means: the session's, else the only one)."""
+def _select(
+    loops: list[LoopInfo], session_id: str | None
+) -> tuple[list[LoopInfo], LoopInfo | None]:
+    """(the active loops, the one a cancel means: the session's, else the only active one)."""
     active = [info for info in loops if info.active]
     if session_id is not None:
         mine = [info for info in active if info.session_id == session_id]
@@ -95,7 +97,7 @@ def cancel(project: str, session_id: str | None = None, now: float | None = None
 
     With several active loops and no session, nothing is cancelled and the message lists them.
     """
-    active, target = select(list_loops(project), session_id)
+    active, target = _select(list_loops(project), session_id)
     if target is None:
         if len(active) > 1 and session_id is None:
             listing = "\n".join(f"  {info.describe()}" for info in active)

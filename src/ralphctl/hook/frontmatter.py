@@ -9,8 +9,6 @@ Stop hook's hot path, where an import costs more than the parse.
 
 from __future__ import annotations
 
-import math
-
 Scalar = str | int | float | bool | None
 
 DELIMITER = "---"
@@ -37,6 +35,7 @@ _NUMBER_CHARS = frozenset("0123456789+-.eE")
 _INDICATORS = frozenset("[]{}|>&*!%@`#,?")
 _NULLS = frozenset({"", "null", "Null", "NULL", "~"})
 _BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False}
+_INFINITY = float("inf")
 
 
 class FrontmatterError(ValueError):
@@ -122,7 +121,7 @@ def _number(value: str) -> Scalar:
         number = float(value)
     except ValueError:
         return value
-    if not math.isfinite(number):
+    if not -_INFINITY < number < _INFINITY:
         raise FrontmatterError(f"number out of range: {value[:80]!r}")
     return number
 
@@ -175,7 +174,7 @@ def _format(value: Scalar) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if not math.isfinite(value):
+        if not -_INFINITY < value < _INFINITY:  # also false for NaN
             raise ValueError(f"cannot write a non-finite number: {value}")
         return repr(value)
     return '"' + "".join(map(_escape_char, value)) + '"'

@@ -145,6 +145,7 @@ class StopRun:
                 broken: dict[str, Scalar] = {
                     "active": False,
                     "ended_reason": "corrupt",
+                    "ended_at": iso(self.now),
                     "problem": str(exc),
                 }
                 save_fields(found.path, tracker.fields | broken, legacy=found.legacy)
@@ -167,17 +168,18 @@ class StopRun:
 
         before, after, ended = decided.before.fields, decided.fields, decided.outcome.ended
         detection = decided.outcome.detection
+        started = _epoch(after.get("started_at")) or self.now
         return StopRecord(
             loop_id=str(after["loop_id"]),
             project=str(self.project),
             agent=agent,
             session_id=session,
             task=_text(after.get("task")) or decided.before.body.strip(),
-            loop_started_at=_epoch(after.get("started_at")) or self.now,
+            loop_started_at=started,
             ended_at=self.now,
             iteration=decided.iteration,
             # The iteration that just ended began with our previous decision (or the arming).
-            iteration_started_at=_epoch(before.get("last_decision_at")),
+            iteration_started_at=_epoch(before.get("last_decision_at")) or started,
             summary=decided.final_text,
             completed=detection.completed,
             blocked_reason=detection.blocked_reason,

@@ -16,6 +16,8 @@ from ralphctl.hook.log import warn
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from ralphctl.store.records import LoopRecord
     from ralphctl.store.repository import Store
 
@@ -138,73 +140,77 @@ def write(record: StopRecord, db: str | None = None) -> None:
 
 
 def _write(store: Store, record: StopRecord) -> None:
-    from dataclasses import replace
     from datetime import UTC, datetime
-
-    from ralphctl.domain.events import EventType
-    from ralphctl.domain.states import StopReason
-    from ralphctl.store.records import IterationRecord
 
     ended = datetime.fromtimestamp(record.ended_at, UTC)
     loop = _loop(store, record)
     if record.iteration is not None:
-        began = (
-            record.loop_started_at
-            if record.iteration_started_at is None
-            else (record.iteration_started_at)
-        )
-        started = datetime.fromtimestamp(began, UTC)
-        begun = IterationRecord(loop_id=loop.id, n=record.iteration, started_at=started)
-        store.begin_iteration(begun)
-        done = replace(
-            begun,
-            status="ok",
-            completed_at=ended,
-            duration_ms=max(0, round((record.ended_at - began) * 1000)),
-            completion_signal_found=record.completed,
-            blocked_reason=record.blocked_reason,
-            output_summary=record.summary[:SUMMARY_CHARS],
-            agent_session_id=record.session_id,
-        )
-        loop = replace(
-            loop,
-            iteration=max(loop.iteration, record.iteration),
-            runtime_s=(ended - (loop.started_at or ended)).total_seconds(),
-            agent_session_id=record.session_id or loop.agent_session_id,
-        )
-        events: list[tuple[str, dict[str, object]]] = [
-            (
-                EventType.ITERATION_COMPLETED,
-                {
-                    "iteration": record.iteration,
-                    "status": "ok",
-                    "duration_ms": done.duration_ms,
-                    "completion_signal_found": record.completed,
-                    "blocked_reason": record.blocked_reason,
-                },
-            )
-        ]
-        if record.completed:
-            events.append((EventType.COMPLETION_SIGNAL_DETECTED, {"iteration": record.iteration}))
-        store.complete_iteration(done, loop, events)
+        loop = _iteration(store, loop, record, record.iteration, ended)
     if record.stop_reason is not None:
-        reason = StopReason(record.stop_reason)
-        status = reason.status
-        loop = store.save_loop(
-            replace(
-                loop,
-                status=status,
-                stop_reason=reason,
-                stop_detail=record.stop_detail,
-                ended_at=ended,
-            )
-        )
-        detail = {"status": str(status), "reason": str(reason), "detail": record.stop_detail}
-        # A loop's end event is named after the status it ends in (completed, stopped, …).
-        store.append_events(
-            loop.id,
-            [(EventType.STATE_CHANGED, detail), (EventType(str(status)), {"reason": str(reason)})],
-        )
+        _end(store, loop, record.stop_reason, record.stop_detail, ended)
+
+
+def _iteration(
+    store: Store, loop: LoopRecord, record: StopRecord, n: int, ended: datetime
+) -> LoopRecord:
+    """Record iteration ``n``, which just ended; returns the loop with its new totals."""
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from ralphctl.domain.events import EventType
+    from ralphctl.store.records import IterationRecord
+
+    began = record.iteration_started_at or record.loop_started_at
+    begun = IterationRecord(loop_id=loop.id, n=n, started_at=datetime.fromtimestamp(began, UTC))
+    store.begin_iteration(begun)
+    done = replace(
+        begun,
+        status="ok",
+        completed_at=ended,
+        duration_ms=max(0, round((record.ended_at - began) * 1000)),
+        completion_signal_found=record.completed,
+        blocked_reason=record.blocked_reason,
+        output_summary=record.summary[:SUMMARY_CHARS],
+        agent_session_id=record.session_id,
+    )
+    loop = replace(
+        loop,
+        iteration=max(loop.iteration, n),
+        runtime_s=(ended - (loop.started_at or ended)).total_seconds(),
+        agent_session_id=record.session_id or loop.agent_session_id,
+    )
+    completed = {
+        "iteration": n,
+        "status": "ok",
+        "duration_ms": done.duration_ms,
+        "completion_signal_found": record.completed,
+        "blocked_reason": record.blocked_reason,
+    }
+    events: list[tuple[str, dict[str, object]]] = [(EventType.ITERATION_COMPLETED, completed)]
+    if record.completed:
+        events.append((EventType.COMPLETION_SIGNAL_DETECTED, {"iteration": n}))
+    store.complete_iteration(done, loop, events)
+    return loop
+
+
+def _end(store: Store, loop: LoopRecord, stop_reason: str, detail: str, ended: datetime) -> None:
+    """The loop's final status, from the ``StopReason`` that ended it."""
+    from dataclasses import replace
+
+    from ralphctl.domain.events import EventType
+    from ralphctl.domain.states import StopReason
+
+    reason = StopReason(stop_reason)
+    status = reason.status
+    store.save_loop(
+        replace(loop, status=status, stop_reason=reason, stop_detail=detail, ended_at=ended)
+    )
+    changed = {"status": str(status), "reason": str(reason), "detail": detail}
+    # A loop's end event is named after the status it ends in (completed, stopped, …).
+    end_event = EventType(str(status))
+    store.append_events(
+        loop.id, [(EventType.STATE_CHANGED, changed), (end_event, {"reason": str(reason)})]
+    )
 
 
 def _loop(store: Store, record: StopRecord) -> LoopRecord:

@@ -12,8 +12,6 @@ iteration counter moves on and the stop is blocked.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ralphctl.domain.conditions import Budgets, Decision, Totals, evaluate
 from ralphctl.domain.markers import Detection, Marker, detect, detect_in_tracker
 from ralphctl.domain.states import StopReason
@@ -149,8 +147,15 @@ def decide(state: LoopState, final_text: str, *, stop_hook_active: bool, now: st
         changes["cap_overrides"] = state.cap_overrides + 1
         notes.append(CAP_NOTE)
     detection = _detect(state, final_text)
+    totals = state.totals
     decision = evaluate(
-        replace(state.totals, iterations=state.iteration),
+        Totals(
+            iterations=state.iteration,
+            runtime_s=totals.runtime_s,
+            cost_usd=totals.cost_usd,
+            tokens=totals.tokens,
+            consecutive_errors=totals.consecutive_errors,
+        ),
         state.budgets,
         completed=detection.completed,
         blocked_reason=detection.blocked_reason,

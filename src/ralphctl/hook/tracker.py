@@ -11,6 +11,8 @@ import os
 
 from ralphctl.hook import frontmatter
 from ralphctl.hook.frontmatter import FrontmatterError, Scalar
+from ralphctl.hook.lock import FileLock
+from ralphctl.hook.paths import lock_for
 
 #: A tracker is a small text file; anything bigger is not one of ours.
 MAX_TRACKER_BYTES = 4 * 1024 * 1024
@@ -106,6 +108,19 @@ def archive(path: str) -> str:
     target = f"{stem}.{number}{extension}"
     os.rename(path, target)
     return target
+
+
+def update_fields(path: str, changes: dict[str, Scalar]) -> bool:
+    """Merge ``changes`` into one of our trackers' frontmatter, under its lock.
+
+    For writers other than the hook (e.g. a runner recording ``cost_usd`` and ``tokens``).
+    Returns False, writing nothing, if the tracker does not exist.
+    """
+    if not os.path.isfile(path):
+        return False
+    with FileLock(lock_for(path)):
+        current = load(path)
+        return current is not None and save_fields(path, current.fields | changes)
 
 
 def write_atomic(path: str, text: str) -> None:
