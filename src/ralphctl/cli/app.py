@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from ralphctl import __version__
-from ralphctl.cli import config, demo, inspect, loops, plugin, rollback, run, workflow
+from ralphctl.cli import config, demo, inspect, loops, plugin, rollback, run, session, workflow
 from ralphctl.cli.common import UsageError, fail
 from ralphctl.domain.states import EXIT_USAGE
 from ralphctl.settings import ConfigError
