@@ -67,7 +67,7 @@ async def run_agent(
         )
     finally:
         # The agent if it still runs (the caller cancelled us), and whatever it left behind.
-        _signal_group(pid, signal.SIGKILL)
+        signal_group(pid, signal.SIGKILL)
         await protocol.exited.wait()
         with contextlib.suppress(TimeoutError):  # pipes close as the group dies
             await asyncio.wait_for(protocol.closed.wait(), grace_s)
@@ -204,22 +204,22 @@ async def _wait_for_exit(
     grace_s: float,
 ) -> tuple[bool, bool]:
     """Wait for the agent to exit, stopping it on timeout or request: (timed_out, interrupted)."""
-    first = await _first_set((exited, force, broken, interrupt), timeout)
+    first = await first_set((exited, force, broken, interrupt), timeout)
     if first is exited:
         return False, False
     timed_out = first is None
     if not timed_out and first is not interrupt:  # force, or on_event failed
-        _signal_group(pid, signal.SIGKILL)
+        signal_group(pid, signal.SIGKILL)
         await exited.wait()
         return False, first is force
-    _signal_group(pid, signal.SIGINT)  # not SIGTERM: Claude Code would exit without its cost
-    if await _first_set((exited, force, broken), grace_s) is not exited:
-        _signal_group(pid, signal.SIGKILL)
+    signal_group(pid, signal.SIGINT)  # not SIGTERM: Claude Code would exit without its cost
+    if await first_set((exited, force, broken), grace_s) is not exited:
+        signal_group(pid, signal.SIGKILL)
     await exited.wait()
     return timed_out, not timed_out
 
 
-async def _first_set(
+async def first_set(
     events: Sequence[asyncio.Event | None], timeout: float | None
 ) -> asyncio.Event | None:
     """The first of ``events`` (in order of preference) to be set, or None after ``timeout``."""
@@ -234,6 +234,6 @@ async def _first_set(
     return next((event for event in present if event.is_set()), None)
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
+def signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import subprocess
 import time
@@ -22,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from ralphctl.agents.process import first_set, signal_group
 
 OUTPUT_TAIL_BYTES = 8 * 1024
 REPORT_TAIL_CHARS = 2000
@@ -153,14 +154,14 @@ async def _run_gate(
     pgid = transport.get_pid()
     timed_out = interrupted = False
     try:
-        stop = await _first_set([protocol.exited, interrupt], timeout_s)
+        stop = await first_set([protocol.exited, interrupt], timeout_s)
         if stop is not protocol.exited:
             timed_out, interrupted = stop is None, stop is not None
-            _signal_group(pgid, signal.SIGTERM)
-            if await _first_set([protocol.exited], grace_s) is None:
-                _signal_group(pgid, signal.SIGKILL)
+            signal_group(pgid, signal.SIGTERM)
+            if await first_set([protocol.exited], grace_s) is None:
+                signal_group(pgid, signal.SIGKILL)
     finally:
-        _signal_group(pgid, signal.SIGKILL)  # what is left: the shell's background children
+        signal_group(pgid, signal.SIGKILL)  # what is left: the shell's background children
         await protocol.exited.wait()
         with contextlib.suppress(TimeoutError):  # a process that left the group may hold it
             await asyncio.wait_for(protocol.closed.wait(), grace_s)
@@ -175,23 +176,3 @@ async def _run_gate(
         timed_out=timed_out,
         interrupted=interrupted,
     )
-
-
-async def _first_set(
-    events: Sequence[asyncio.Event | None], timeout: float
-) -> asyncio.Event | None:
-    """The first of ``events`` (in order of preference) to be set, or None after ``timeout``."""
-    present = [event for event in events if event is not None]
-    if not any(event.is_set() for event in present):
-        waiters = [asyncio.ensure_future(event.wait()) for event in present]
-        try:
-            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-    return next((event for event in present if event.is_set()), None)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
