@@ -12,9 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ralphctl.cli.common import console, open_store
-from ralphctl.cli.run import DB, runner_alive
+from ralphctl.cli.run import DB
 from ralphctl.cli.ui import STATUS_STYLE, format_duration, format_tokens
 from ralphctl.domain.states import LoopStatus
+from ralphctl.engine.control import runner_alive
 from ralphctl.store.records import IterationRecord, LoopRecord
 
 

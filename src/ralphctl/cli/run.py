@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shlex
 import signal
-import socket
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -25,6 +23,7 @@ from ralphctl.domain.conditions import Totals, remaining
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.markers import promise
 from ralphctl.domain.states import EXIT_FAILED, EXIT_LIMIT, EXIT_USAGE, LoopStatus
+from ralphctl.engine.control import runner_alive
 from ralphctl.engine.prompt import PromptContext, build_prompt
 from ralphctl.settings import ResolvedConfig, resolve_loop_config
 from ralphctl.store.records import LoopRecord
@@ -94,6 +93,12 @@ def run_command(
         None, "--checkpoint-branch", help="Commit checkpoints to this branch, not HEAD's."
     ),
     name: str | None = typer.Option(None, "--name", help="A name for the loop."),
+    mode: str = typer.Option(
+        "fresh",
+        "--mode",
+        help="fresh: a new agent session per iteration; hook: one Claude Code session, "
+        "kept going by a Stop hook (docs/hook-mode.md).",
+    ),
     db: str | None = DB,
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the configuration and the agent command; run nothing."
@@ -113,6 +118,22 @@ def run_command(
     if workflow is not None:
         text, layer = _workflow_layer(workflow, text)
     resolved = resolve_loop_config(root, overrides, extra=layer)
+    if mode not in ("fresh", "hook"):
+        raise UsageError(f"--mode {mode}: use fresh or hook")
+    if mode == "hook":
+        exit_code = _run_hook_mode(
+            text,
+            root,
+            resolved.config,
+            overrides,
+            workflow=workflow,
+            name=name or _default_name(text),
+            db=db,
+            dry_run=dry_run,
+            quiet=quiet,
+            json_out=json_out,
+        )
+        raise typer.Exit(exit_code)
     adapter = _adapter(resolved.config, root)
     if dry_run:
         _print_dry_run(resolved, adapter, text, root)
@@ -184,13 +205,18 @@ def execute_loop(
     adapter: AgentAdapter,
     quiet: bool,
     json_out: bool,
+    make_runner: Callable[[TerminalObserver], Any] | None = None,
 ) -> int:
+    """Run the loop in the foreground (``make_runner``: another runner than fresh mode's)."""
     from ralphctl.engine.runner import LoopRunner
     from ralphctl.store.errors import StoreError
 
     out = err_console if json_out else console
     with TerminalObserver(out, loop, config, quiet=quiet or json_out) as observer:
-        runner = LoopRunner(store, adapter, loop, config, observer=observer)
+        if make_runner is None:
+            runner = LoopRunner(store, adapter, loop, config, observer=observer)
+        else:
+            runner = make_runner(observer)
         try:
             final = asyncio.run(_run_with_signals(runner, observer))
         except StoreError as exc:
@@ -231,6 +257,44 @@ async def _run_with_signals(runner: Any, observer: TerminalObserver) -> LoopReco
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+
+
+def _run_hook_mode(
+    task: str,
+    root: Path,
+    config: LoopConfig,
+    flags: dict[str, Any],
+    *,
+    workflow: str | None,
+    name: str,
+    db: str | None,
+    dry_run: bool,
+    quiet: bool,
+    json_out: bool,
+) -> int:
+    """One Claude Code session kept going by a Stop hook (docs/hook-mode.md)."""
+    from ralphctl.engine.hookmode.runner import HookLoopRunner
+    from ralphctl.engine.hookmode.setup import HookModeError, check, prepare, preview
+
+    try:
+        check(config, flags)
+        adapter = _adapter(config, root)
+        if dry_run:
+            command = preview(adapter, config, root)
+            console.print(f"[bold]command[/] {shlex.join(command.argv)}", soft_wrap=True)
+            for key, value in command.env.items():
+                console.print(f"[bold]env[/] {key}={value}")
+            return 0
+        _check_agent(adapter)
+        store = open_store(db)
+        ready = prepare(store, adapter, task, root, config, name=name, workflow=workflow)
+    except HookModeError as exc:
+        raise UsageError(str(exc)) from None
+
+    def make_runner(observer: TerminalObserver) -> HookLoopRunner:
+        return HookLoopRunner(store, adapter, ready.loop, config, ready.session, observer=observer)
+
+    return execute_loop(store, ready.loop, config, adapter, quiet, json_out, make_runner)
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -367,21 +431,6 @@ def _print_dry_run(resolved: ResolvedConfig, adapter: AgentAdapter, task: str, r
         console.print(f"[bold]env[/] {key}={value}")
     console.rule("prompt of iteration 1 (on the agent's stdin)")
     console.out(prompt, highlight=False)
-
-
-def runner_alive(loop: LoopRecord) -> bool:
-    """Whether the process that runs this loop still exists (other hosts: assume it does)."""
-    if loop.runner_pid is None:
-        return False
-    if loop.runner_host != socket.gethostname():
-        return True
-    try:
-        os.kill(loop.runner_pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _with_config(loop: LoopRecord, config: LoopConfig) -> LoopRecord:

@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -80,12 +81,36 @@ class LoopObserver(Protocol):
     def on_agent_event(self, iteration: int, event: AgentEvent) -> None: ...
 
 
+class Interruption(StrEnum):
+    """What an interrupt makes of the loop."""
+
+    INTERRUPTED = "interrupted"  # stopped, reason interrupted (Ctrl-C, SIGTERM)
+    STOP = "stop"  # stopped, reason user_stop (a stop request)
+    PAUSE = "pause"  # paused ("pause now")
+    SUSPEND = "suspend"  # left active with no runner, for the next one to continue (shutdown)
+
+
+_INTERRUPT_DECISIONS = {
+    Interruption.INTERRUPTED: INTERRUPTED,
+    Interruption.STOP: Decision(Action.STOP, StopReason.USER_STOP, "stop requested"),
+    Interruption.PAUSE: Decision(Action.PAUSE, None, "pause requested"),
+}
+
+
 @dataclass
 class RunControl:
-    """Set ``interrupt`` to stop after killing the running agent; ``force`` to kill at once."""
+    """Set ``interrupt`` to stop after killing the running agent; ``force`` to kill at once.
+
+    ``request`` interrupts with another outcome than the default "stopped, interrupted".
+    """
 
     interrupt: asyncio.Event = field(default_factory=asyncio.Event)
     force: asyncio.Event = field(default_factory=asyncio.Event)
+    outcome: Interruption = Interruption.INTERRUPTED
+
+    def request(self, outcome: Interruption) -> None:
+        self.outcome = outcome
+        self.interrupt.set()
 
 
 class LoopRunner:
@@ -144,7 +169,8 @@ class LoopRunner:
         else:
             self._git = await is_git_work_tree(self.workdir)
         while True:
-            decision = evaluate(self._totals(), self.config.budgets)
+            external = self.external() if self.stored else None  # also between iterations
+            decision = evaluate(self._totals(), self.config.budgets, external=external)
             if decision.action is Action.CONTINUE:
                 decision = await self._wait_for_permission()
             if decision.action is not Action.CONTINUE:
@@ -228,6 +254,8 @@ class LoopRunner:
                 ended = INTERRUPTED
             elif (signal := self.external()) is not None:
                 ended = evaluate(self._totals(), self.config.budgets, external=signal)
+        if ended is INTERRUPTED and self.control.outcome is Interruption.SUSPEND:
+            return ended  # still parked: the next runner waits out the rest
         if self.loop.status is not LoopStatus.RUNNING:
             transition(self.loop.status, LoopStatus.RUNNING)
         self._parked_until = None
@@ -443,6 +471,10 @@ class LoopRunner:
             )
 
     async def _end(self, decision: Decision) -> LoopRecord:
+        if decision is INTERRUPTED:
+            if self.control.outcome is Interruption.SUSPEND:
+                return self._suspend()
+            decision = _INTERRUPT_DECISIONS[self.control.outcome]
         if decision.action is Action.PAUSE:
             status, reason = LoopStatus.PAUSED, None
         else:
@@ -467,6 +499,15 @@ class LoopRunner:
             {"status": str(status), "reason": reason and str(reason), "detail": decision.detail},
         )
         self._publish(_END_EVENT[status], {"reason": reason and str(reason), **self._summary()})
+        self._write_state()
+        return self.loop
+
+    def _suspend(self) -> LoopRecord:
+        """Leave the loop active with no runner: the next runner continues where it stands."""
+        self.loop = self.store.save_loop(
+            replace(self.loop, runtime_s=self._runtime(), runner_pid=None)
+        )
+        self._publish(EventType.SUSPENDED, {"status": str(self.loop.status), **self._summary()})
         self._write_state()
         return self.loop
 

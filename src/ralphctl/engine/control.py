@@ -1,0 +1,124 @@
+"""Controlling a loop that this process does not run: sentinel files, or the database itself.
+
+A loop whose runner lives in another process (``ralphctl run``, another manager) is asked
+through its sentinel file, read between iterations. A loop that no runner runs (paused,
+queued, or left behind by a runner that died) is changed in the database directly.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ralphctl.domain.conditions import ExternalSignal
+from ralphctl.domain.events import EventType
+from ralphctl.domain.states import LoopStatus, StopReason, transition
+from ralphctl.engine.sentinels import sentinel_path
+from ralphctl.engine.statefile import ralph_dir
+from ralphctl.store.records import EventRecord, LoopRecord
+
+if TYPE_CHECKING:  # the store's import is heavy; `ralphctl run` imports this module at start
+    from ralphctl.store.repository import Store
+
+_END_EVENT = {LoopStatus.PAUSED: EventType.PAUSED, LoopStatus.STOPPED: EventType.STOPPED}
+_TARGET = {ExternalSignal.PAUSE: LoopStatus.PAUSED, ExternalSignal.STOP: LoopStatus.STOPPED}
+
+
+def runner_alive(loop: LoopRecord) -> bool:
+    """Whether another process runs this loop (a runner on another host is assumed alive)."""
+    if loop.runner_pid is None:
+        return False
+    if loop.runner_host != socket.gethostname():
+        return True
+    if loop.runner_pid == os.getpid():
+        return False  # this process: only its manager knows, and it asks before calling this
+    try:
+        os.kill(loop.runner_pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_sentinel(workdir: Path, signal: ExternalSignal) -> Path:
+    """Ask the loop's runner to pause or stop after its running iteration."""
+    ralph_dir(workdir)
+    path = sentinel_path(workdir, signal)
+    path.touch()
+    return path
+
+
+def clear_sentinels(workdir: Path) -> list[ExternalSignal]:
+    """Remove pause and stop requests nobody read; returns those that were there."""
+    cleared = []
+    for signal in ExternalSignal:
+        path = sentinel_path(workdir, signal)
+        if path.exists():
+            path.unlink(missing_ok=True)
+            cleared.append(signal)
+    return cleared
+
+
+def settle(
+    store: Store, loop: LoopRecord, status: LoopStatus, detail: str
+) -> tuple[LoopRecord, list[EventRecord]]:
+    """Pause or stop a loop that no runner runs; returns it and the events recorded.
+
+    Iterations its last runner left running are marked interrupted (and counted).
+    Raises IllegalTransition when the state machine forbids the move.
+    """
+    transition(loop.status, status)
+    leftovers = store.interrupt_running_iterations(loop.id)
+    stopped = status is LoopStatus.STOPPED
+    reason = StopReason.USER_STOP if stopped else None
+    loop = store.save_loop(
+        replace(
+            loop,
+            status=status,
+            stop_reason=reason,
+            stop_detail=detail,
+            iteration=max([loop.iteration, *leftovers]),
+            rate_limited_until=None,
+            runner_pid=None,
+            ended_at=datetime.now(UTC) if stopped else None,
+        )
+    )
+    reason_text = reason and str(reason)
+    summary: dict[str, Any] = {"iteration": loop.iteration, "cost_usd": loop.cost_usd}
+    if leftovers:
+        summary["interrupted_iterations"] = leftovers
+    events = store.append_events(
+        loop.id,
+        [
+            (
+                str(EventType.STATE_CHANGED),
+                {"status": str(status), "reason": reason_text, "detail": detail},
+            ),
+            (str(_END_EVENT[status]), {"reason": reason_text, **summary}),
+        ],
+    )
+    return loop, events
+
+
+def control_directly(
+    store: Store, loop_id: str, signal: ExternalSignal
+) -> tuple[LoopRecord, str | None]:
+    """Pause or stop a loop with no manager at hand: through its sentinel file when another
+    process runs it (it acts after the running iteration), else in the database.
+
+    Returns the loop and, when the runner was asked, what was asked of whom.
+    """
+    loop = store.get_loop(loop_id)
+    target = _TARGET[signal]
+    transition(loop.status, target)
+    if loop.status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED) and runner_alive(loop):
+        write_sentinel(Path(loop.workdir), signal)
+        runner = f"process {loop.runner_pid} on {loop.runner_host}"
+        return loop, f"asked its runner ({runner}) to {signal} after the running iteration"
+    settled, _ = settle(store, loop, target, f"{signal} requested")
+    return settled, None

@@ -1,0 +1,232 @@
+"""The store side of a hook-mode loop: iterations begun and completed as the Stops come,
+settled against each ``claude`` run's reported totals, the loop's start and end, events.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ralphctl.domain.conditions import Decision
+from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.costs import iteration_cost
+from ralphctl.domain.events import EventType
+from ralphctl.domain.model import IterationResult, PermissionDenial
+from ralphctl.domain.states import LoopStatus, transition
+from ralphctl.engine.hookmode.attribution import settle
+from ralphctl.engine.hookmode.usage import Usage
+from ralphctl.engine.record import iteration_events, loop_totals, summary
+from ralphctl.engine.runner import LoopObserver
+from ralphctl.engine.statefile import render_state, write_state
+from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
+
+if TYPE_CHECKING:
+    from ralphctl.store.repository import Store
+
+_END_EVENT = {
+    LoopStatus.COMPLETED: EventType.COMPLETED,
+    LoopStatus.BLOCKED: EventType.BLOCKED,
+    LoopStatus.STOPPED: EventType.STOPPED,
+    LoopStatus.FAILED: EventType.FAILED,
+}
+
+
+class History:
+    """Records one hook-mode loop. ``open`` is the iteration running now, if any."""
+
+    def __init__(
+        self,
+        store: Store,
+        loop: LoopRecord,
+        config: LoopConfig,
+        *,
+        observer: LoopObserver | None = None,
+    ) -> None:
+        self.store = store
+        self.loop = loop
+        self.config = config
+        self.observer = observer
+        self.open: IterationRecord | None = None
+        self._run: list[IterationRecord] = []  # completed during the current claude run
+        self._all: list[IterationRecord] = []
+        self._settled_usd = 0.0  # the cost of the runs settled so far, as reported
+        self._started = time.monotonic()
+
+    @property
+    def workdir(self) -> Path:
+        return Path(self.loop.workdir)
+
+    def runtime(self) -> float:
+        return time.monotonic() - self._started
+
+    def begin_loop(self, data: dict[str, Any]) -> None:
+        transition(self.loop.status, LoopStatus.RUNNING)
+        self.loop = self.store.save_loop(
+            replace(
+                self.loop,
+                status=LoopStatus.RUNNING,
+                started_at=_now(),
+                runner_pid=os.getpid(),
+                runner_host=socket.gethostname(),
+            )
+        )
+        self.publish(EventType.STARTED, {"iteration": 0, "config": self.config.to_json(), **data})
+        self.write_state()
+
+    def begin(self, n: int) -> None:
+        """Iteration ``n`` starts now."""
+        started = IterationRecord(loop_id=self.loop.id, n=n, started_at=_now())
+        self.store.begin_iteration(started)
+        self.open = started
+        self.publish(EventType.ITERATION_STARTED, {"iteration": n})
+
+    def complete(
+        self,
+        status: str,
+        text: str = "",
+        usage: Usage | None = None,
+        *,
+        completed: bool = False,
+        blocked_reason: str | None = None,
+        error: str | None = None,
+        denials: Sequence[PermissionDenial] = (),
+    ) -> None:
+        """The open iteration ended: ``status`` ok, error, timeout or interrupted."""
+        assert self.open is not None, "no iteration is running"
+        spent = usage or Usage()
+        result = IterationResult(
+            final_text=text,
+            is_error=status != "ok",
+            error_message=error,
+            tokens=spent.tokens,
+            cost_usd=spent.cost_usd,
+            permission_denials=tuple(denials),
+        )
+        ended = _now()
+        done = replace(
+            self.open,
+            status=status,
+            completed_at=ended,
+            duration_ms=round((ended - self.open.started_at).total_seconds() * 1000),
+            tokens_input=spent.tokens.input,
+            tokens_output=spent.tokens.output,
+            tokens_cache_read=spent.tokens.cache_read,
+            tokens_cache_write=spent.tokens.cache_write,
+            cost_usd=spent.cost_usd,
+            cost_source="estimated",
+            completion_signal_found=completed,
+            blocked_reason=blocked_reason,
+            error_message=error,
+            output_summary=summary(result),
+            agent_session_id=self.loop.agent_session_id,
+            permission_denials=[
+                {"tool_name": d.tool_name, "tool_use_id": d.tool_use_id, "detail": d.detail}
+                for d in denials
+            ],
+        )
+        self.loop = loop_totals(self.loop, done, runtime_s=self.runtime(), breaker=None)
+        events = iteration_events(done, result, self.loop, self.config.permission_mode)
+        self.deliver(self.store.complete_iteration(done, self.loop, events))
+        self.open = None
+        self._run.append(done)
+        self._all.append(done)
+        self.write_state()
+
+    def settle(self, result: IterationResult) -> None:
+        """A ``claude`` run ended: its reported totals replace the estimates of its iterations."""
+        ran, self._run = self._run, []
+        cost = iteration_cost(result, self.config.prices)
+        if result.truncated or not ran or cost.usd is None:  # e.g. the CLI was killed
+            self._settled_usd += sum(it.cost_usd or 0.0 for it in ran)
+            return
+        settled = settle(ran, result.tokens, cost)
+        self._settled_usd += cost.usd
+        loop = replace(self.loop, cost_usd=self._settled_usd)
+        for before, after in zip(ran, settled, strict=True):
+            loop = replace(
+                loop,
+                tokens_input=loop.tokens_input - before.tokens_input + after.tokens_input,
+                tokens_output=loop.tokens_output - before.tokens_output + after.tokens_output,
+                tokens_cache_read=(
+                    loop.tokens_cache_read - before.tokens_cache_read + after.tokens_cache_read
+                ),
+                tokens_cache_write=(
+                    loop.tokens_cache_write - before.tokens_cache_write + after.tokens_cache_write
+                ),
+            )
+        correction = loop.cost_usd - self.loop.cost_usd
+        self.loop = loop
+        for after in settled[:-1]:
+            self.store.complete_iteration(after, loop)
+        event = {
+            "iteration": settled[-1].n,
+            "cost_usd": correction,
+            "source": str(cost.source),
+            "total_usd": loop.cost_usd,
+            "settled_iterations": [it.n for it in settled],
+        }
+        self.deliver(
+            self.store.complete_iteration(settled[-1], loop, [(EventType.COST_INCURRED, event)])
+        )
+        numbers = {it.n: it for it in settled}
+        self._all = [numbers.get(it.n, it) for it in self._all]
+        self.write_state()
+
+    def end(self, decision: Decision) -> LoopRecord:
+        """The loop's final status, from the ``StopReason`` of ``decision``."""
+        reason = decision.reason
+        assert reason is not None, "a hook-mode loop always ends with a reason"
+        status = reason.status
+        transition(self.loop.status, status)
+        self.loop = self.store.save_loop(
+            replace(
+                self.loop,
+                status=status,
+                stop_reason=reason,
+                stop_detail=decision.detail,
+                ended_at=_now(),
+                runtime_s=self.runtime(),
+                runner_pid=None,
+            )
+        )
+        changed = {"status": str(status), "reason": str(reason), "detail": decision.detail}
+        self.publish(EventType.STATE_CHANGED, changed)
+        totals = {
+            "iteration": self.loop.iteration,
+            "cost_usd": self.loop.cost_usd,
+            "tokens": self.loop.tokens_input + self.loop.tokens_output,
+            "runtime_s": round(self.loop.runtime_s, 3),
+        }
+        self.publish(_END_EVENT[status], {"reason": str(reason), **totals})
+        self.write_state()
+        return self.loop
+
+    def error(self, kind: str, message: str, context: dict[str, Any]) -> None:
+        n = self.open.n if self.open else self.loop.iteration
+        self.store.add_error(self.loop.id, n, kind, message, context)
+        self.publish(EventType.ERROR, {"iteration": n, "message": message})
+
+    def publish(self, event_type: EventType, data: dict[str, Any]) -> None:
+        self.deliver([self.store.append_event(self.loop.id, str(event_type), data)])
+
+    def deliver(self, stored: list[EventRecord]) -> None:
+        if self.observer is not None:
+            for record in stored:
+                self.observer.on_event(record)
+
+    def write_state(self) -> None:
+        try:
+            write_state(self.workdir, render_state(self.loop, self._all))
+        except OSError as exc:
+            message = f"cannot write .ralph/state.json: {exc.strerror or exc}"
+            self.publish(EventType.WARNING, {"message": message})
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,144 @@
+"""Everything ``ralphctl run --mode hook`` does before the session: check the options, arm
+the tracker of a new session, create the loop; the terminal side is the CLI's."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ralphctl.agents.base import AgentAdapter, AgentCommand
+from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.defaults import CONTINUE_MESSAGE
+from ralphctl.domain.states import LoopStatus
+from ralphctl.engine.hookmode.session import Session, reserved_args, session_command
+from ralphctl.hook.arming import DEFAULT_TEMPLATE, Armed, ArmError, arm
+from ralphctl.hook.tracker import load
+from ralphctl.store.records import LoopRecord
+
+if TYPE_CHECKING:
+    from ralphctl.store.repository import Store
+
+#: Options of fresh mode that mean nothing in one long session (given: refused).
+NOT_IN_HOOK_MODE = {
+    "cooldown": "--cooldown",
+    "checkpoint_interval": "--checkpoint-interval",
+    "checkpoint_branch": "--checkpoint-branch",
+    "iteration_timeout": "--iteration-timeout",
+    "gates": "--gate",
+    "max_calls_per_hour": "--max-calls-per-hour",
+    "script": "--script",
+}
+
+
+class HookModeError(ValueError):
+    """The run cannot be done in hook mode as asked; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A stored loop and its session, whose tracker is armed."""
+
+    loop: LoopRecord
+    session: Session
+
+
+def check(config: LoopConfig, flags: Mapping[str, Any]) -> None:
+    """Refuse what hook mode cannot honour: fresh-only options, other agents, and agent
+    arguments that would take the session or its settings out of the runner's hands."""
+    given = [flag for key, flag in NOT_IN_HOOK_MODE.items() if flags.get(key) is not None]
+    if given:
+        raise HookModeError(f"{', '.join(given)}: not available with --mode hook (one session)")
+    if config.agent != "claude":
+        raise HookModeError(f"--mode hook runs Claude Code only, not the {config.agent} agent")
+    if reserved := reserved_args(config.agent_args):
+        raise HookModeError(
+            f"--agent-args {' '.join(reserved)}: --mode hook sets the session and its "
+            "settings itself"
+        )
+
+
+def prepare(
+    store: Store,
+    adapter: AgentAdapter,
+    task: str,
+    root: Path,
+    config: LoopConfig,
+    *,
+    name: str,
+    workflow: str | None = None,
+) -> Prepared:
+    """Arm the tracker of a new session and create its ``mode="hook"`` loop (same id)."""
+    session_id = str(uuid.uuid4())
+    armed = _arm(root, task, session_id, config, workflow)
+    tracker = load(armed.path)
+    assert tracker is not None, f"{armed.path} was just written"
+    loop = LoopRecord(
+        id=str(tracker.fields["loop_id"]),
+        name=name,
+        mode="hook",
+        agent=adapter.name,
+        workdir=str(root),
+        task=task,
+        config=config.to_json(),
+        status=LoopStatus.PENDING,
+        created_at=datetime.now(UTC),
+        workflow=workflow,
+        agent_session_id=session_id,
+    )
+    store.create_loop(loop)
+    return Prepared(loop, Session(session_id, armed.path, first_prompt(task, armed)))
+
+
+def first_prompt(task: str, armed: Armed) -> str:
+    """The task, then how the loop works: the tracker, the bounds, the completion line."""
+    return f"{task.rstrip()}\n\n---\n{armed.confirmation()}\n"
+
+
+def preview(adapter: AgentAdapter, config: LoopConfig, root: Path) -> AgentCommand:
+    """The session's command as ``--dry-run`` shows it (placeholders for what is made later)."""
+    session = Session("<new session id>", "<tracker>", "")
+    return session_command(
+        adapter,
+        session,
+        config,
+        prompt="",
+        resume=False,
+        iteration=1,
+        remaining_cost_usd=config.max_cost_usd,
+        socket_path="<private temp dir>/stop.sock",
+        loop_id="<loop id>",
+        workdir=root,
+    )
+
+
+def _arm(root: Path, task: str, session_id: str, config: LoopConfig, workflow: str | None) -> Armed:
+    continue_message, template = _workflow_loop(workflow)
+    try:
+        return arm(
+            str(root),
+            task,
+            session_id=session_id,
+            max_iterations=config.max_iterations,
+            completion_signal=config.completion_signal,
+            max_runtime_s=config.max_runtime,
+            max_cost_usd=config.max_cost_usd,
+            max_tokens=config.max_tokens,
+            continue_message=continue_message,
+            template=template,
+        )
+    except ArmError as exc:
+        raise HookModeError(str(exc)) from None
+
+
+def _workflow_loop(name: str | None) -> tuple[str, str]:
+    """The workflow's continue message and tracker template (the defaults without one)."""
+    if name is None:
+        return CONTINUE_MESSAGE, DEFAULT_TEMPLATE
+    from ralphctl.workflows.registry import resolve
+
+    loop = resolve(name).loop
+    return loop.continue_message, loop.tracker_template

@@ -1,0 +1,75 @@
+"""Start-up reconciliation: what a manager finds that no runner runs, and what it does with it.
+
+Loops left running, rate limited or pending with no live runner (the last manager crashed or
+shut down) get their unfinished iterations marked interrupted and their stale sentinels
+removed; then they are resumed in order (those that were running first, oldest first), or,
+with ``on_start = "leave_paused"``, paused (pending loops stay pending until resumed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ralphctl.domain.events import EventType
+from ralphctl.domain.states import LoopStatus
+from ralphctl.engine.control import clear_sentinels, settle
+from ralphctl.store.records import EventRecord, LoopRecord
+from ralphctl.store.repository import Store
+
+ORPHAN_STATUSES = (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED, LoopStatus.PENDING)
+LEFT_PAUSED = "left paused at start-up ([loops] on_start = leave_paused)"
+
+
+@dataclass
+class Reconciled:
+    to_resume: list[LoopRecord] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)
+
+
+def resume_order(loop: LoopRecord) -> tuple[bool, float]:
+    """Loops that were running before pending ones; oldest first within each."""
+    return loop.status is LoopStatus.PENDING, loop.created_at.timestamp()
+
+
+def reconcile(store: Store, orphaned: Callable[[LoopRecord], bool], resume: bool) -> Reconciled:
+    """Tidy every orphaned loop; return those to resume and the events recorded."""
+    found = Reconciled()
+    loops = sorted(
+        (loop for loop in store.list_loops(ORPHAN_STATUSES) if orphaned(loop)), key=resume_order
+    )
+    for loop in loops:
+        tidied = _tidy(store, loop, found.events)
+        if resume:
+            found.to_resume.append(tidied)
+        elif tidied.status is not LoopStatus.PENDING:
+            _, events = settle(store, tidied, LoopStatus.PAUSED, LEFT_PAUSED)
+            found.events.extend(events)
+    return found
+
+
+def _tidy(store: Store, loop: LoopRecord, events: list[EventRecord]) -> LoopRecord:
+    leftovers = store.interrupt_running_iterations(loop.id)
+    workdir = Path(loop.workdir)
+    cleared = clear_sentinels(workdir) if workdir.is_dir() else []
+    if leftovers:
+        loop = store.save_loop(replace(loop, iteration=max([loop.iteration, *leftovers])))
+    if leftovers or cleared:
+        data = {
+            "message": _message(leftovers, [str(s) for s in cleared]),
+            "interrupted_iterations": leftovers,
+            "cleared_sentinels": [str(s) for s in cleared],
+        }
+        events.append(store.append_event(loop.id, str(EventType.WARNING), data))
+    return loop
+
+
+def _message(leftovers: list[int], cleared: list[str]) -> str:
+    parts = []
+    if leftovers:
+        numbers = ", ".join(map(str, leftovers))
+        parts.append(f"iteration {numbers} was left running by a runner that died: interrupted")
+    if cleared:
+        parts.append(f"stale sentinel(s) removed: {', '.join(cleared)}")
+    return "; ".join(parts)

@@ -1,0 +1,29 @@
+"""A manager process for the crash test: starts one loop per work dir, then runs until killed.
+
+python -m tests.manager.crash_child DB_URL SCRIPT WORKDIR...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from ralphctl.domain.config import LoopConfig
+from ralphctl.engine.manager import LoopManager, LoopSpec
+from ralphctl.store.repository import Store
+
+
+async def main(db_url: str, script: str, workdirs: list[str]) -> None:
+    config = LoopConfig(
+        cooldown=0, checkpoint_interval=0, error_backoff_cap=0, agent="scripted", script=script
+    )
+    manager = LoopManager(Store.open(db_url), max_concurrent=len(workdirs))
+    await manager.start()
+    for workdir in workdirs:
+        await manager.create(LoopSpec(task="Do the work.", workdir=Path(workdir), config=config))
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3:]))
