@@ -70,3 +70,15 @@ def test_defaults_must_be_a_table(tmp_path):
     write(tmp_path / "ralphctl.toml", "[loops]\ndefaults = 3\n")
     with pytest.raises(ConfigError, match=r"\[loops.defaults\] must be a table"):
         resolve_loop_config(tmp_path)
+
+
+def test_the_llm_table_sets_the_model_and_its_output_token_limit(tmp_path):
+    write(tmp_path / "ralphctl.toml", '[loops.llm]\nmodel = "sonnet"\nmax_tokens = 8000\n')
+    config = resolve_loop_config(tmp_path).config
+    assert (config.model, config.max_output_tokens) == ("sonnet", 8000)
+
+
+def test_unknown_llm_keys_are_errors(tmp_path):
+    write(tmp_path / "ralphctl.toml", "[loops.llm]\ntemperature = 0.2\n")
+    with pytest.raises(ConfigError, match=r"\[loops.llm\] temperature: unknown setting"):
+        resolve_loop_config(tmp_path)

@@ -61,14 +61,24 @@ def _file(path: Path) -> dict[str, Any]:
     return read_toml(path) if path.is_file() else {}
 
 
+#: ``[loops.llm]`` key -> LoopConfig field.
+_LLM_FIELDS = {"model": "model", "max_tokens": "max_output_tokens"}
+
+
 def _loop_defaults(path: Path) -> dict[str, Any]:
-    """``[loops.defaults]``, with ``[loops.costs]`` as its ``costs``."""
+    """``[loops.defaults]``, with ``[loops.costs]`` as its ``costs`` and ``[loops.llm]``
+    (``model``, ``max_tokens``) as its ``model`` and ``max_output_tokens``."""
     loops = _table(_file(path), "loops", path)
     defaults = _table(loops, "loops.defaults", path)
     costs = _table(loops, "loops.costs", path)
     given = defaults.get("costs", {})
     if costs and isinstance(given, dict):  # anything else is LoopConfig's to report
         defaults = {**defaults, "costs": {**given, **costs}}
+    for key, value in _table(loops, "loops.llm", path).items():
+        if key not in _LLM_FIELDS:
+            known = ", ".join(_LLM_FIELDS)
+            raise ConfigError(f"{path}: [loops.llm] {key}: unknown setting; known: {known}")
+        defaults = {**defaults, _LLM_FIELDS[key]: value}
     return defaults
 
 
@@ -204,7 +214,7 @@ def _host(value: object) -> str:
     return value.strip()
 
 
-_LOOP_CONFIG_TABLES = ("defaults", "costs")
+_LOOP_CONFIG_TABLES = ("defaults", "costs", "llm")
 _CHECKS: dict[str, dict[str, Callable[[object], Any]]] = {
     "loops": {
         "max_concurrent": _whole(1),

@@ -197,3 +197,16 @@ def test_a_wrong_ralphctl_claude_bin_is_named_in_the_error(
         AgentUnavailable, match=r"RALPHCTL_CLAUDE_BIN=.*nope.* is not an executable"
     ):
         ClaudeAdapter().check_available()
+
+
+def test_the_configured_model_is_passed_unless_the_user_names_one() -> None:
+    assert argv(model="sonnet")[-2:] == ["--model", "sonnet"]
+    chosen = argv("--model", "opus", model="sonnet")
+    assert chosen.count("--model") == 1
+    assert chosen[-2:] == ["--model", "opus"]
+
+
+def test_the_output_token_limit_goes_in_the_environment() -> None:
+    command = ClaudeAdapter().build_command(request(max_output_tokens=8000))
+    assert command.env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] == "8000"
+    assert "CLAUDE_CODE_MAX_OUTPUT_TOKENS" not in ClaudeAdapter().build_command(request()).env

@@ -1,3 +1,5 @@
+from typing import Any
+
 import pytest
 
 from ralphctl.domain.conditions import (
@@ -81,7 +83,7 @@ def test_blocked_comes_right_after_completion_and_keeps_its_reason():
 
 def test_limits_are_checked_in_the_seed_order():
     order = []
-    values = {
+    values: dict[str, Any] = {
         "iterations": 10,
         "runtime_s": 3600.0,
         "cost_usd": 5.0,

@@ -39,6 +39,8 @@ class AgentRequest:
     extra_args: Sequence[str] = ()
     permission_mode: str = "acceptEdits"
     remaining_cost_usd: float | None = None
+    model: str | None = None
+    max_output_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,8 +107,12 @@ class ClaudeAdapter:
             argv += ["--session-id", request.session_id]
         if request.remaining_cost_usd is not None and "--max-budget-usd" not in flags:
             argv += ["--max-budget-usd", _usd(request.remaining_cost_usd)]
+        if request.model is not None and "--model" not in flags:
+            argv += ["--model", request.model]
         argv += extra
         env = {"RALPHCTL_ITERATION": str(request.iteration)}
+        if request.max_output_tokens is not None:
+            env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(request.max_output_tokens)
         if os.geteuid() == 0 and _bypasses_permissions(extra, flags, request.permission_mode):
             env["IS_SANDBOX"] = "1"  # as root, the CLI refuses bypassPermissions without it
         return AgentCommand(argv=argv, stdin=request.prompt.encode("utf-8"), env=env)

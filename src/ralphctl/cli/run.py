@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ralphctl.agents.base import AgentAdapter, AgentRequest, AgentUnavailable
+from ralphctl.agents.base import AgentAdapter, AgentUnavailable
 from ralphctl.cli.common import UsageError, console, err_console, fail, open_store
 from ralphctl.cli.ui import TerminalObserver, summary_table
 from ralphctl.domain.conditions import Totals, remaining
@@ -25,6 +25,7 @@ from ralphctl.domain.markers import promise
 from ralphctl.domain.states import EXIT_FAILED, EXIT_LIMIT, EXIT_USAGE, LoopStatus
 from ralphctl.engine.control import runner_alive
 from ralphctl.engine.prompt import PromptContext, build_prompt
+from ralphctl.engine.request import agent_request
 from ralphctl.settings import ResolvedConfig, resolve_loop_config
 from ralphctl.store.records import LoopRecord
 
@@ -412,13 +413,12 @@ def _print_dry_run(resolved: ResolvedConfig, adapter: AgentAdapter, task: str, r
             marker=config.marker,
         )
     )
-    request = AgentRequest(
+    request = agent_request(
+        config,
         prompt=prompt,
         workdir=root,
         iteration=1,
         session_id="<new uuid per iteration>",
-        extra_args=tuple(config.agent_args),
-        permission_mode=config.permission_mode,
         remaining_cost_usd=config.max_cost_usd,
     )
     try:

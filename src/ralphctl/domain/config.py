@@ -88,6 +88,9 @@ class LoopConfig:
     checkpoint_branch: str | None = None
     count_cache_tokens: bool = False
     costs: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the model ([loops.llm]): None leaves the agent's own default
+    model: str | None = None
+    max_output_tokens: int | None = None
 
     def __post_init__(self) -> None:
         errors: dict[str, str] = {}
@@ -280,4 +283,6 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "checkpoint_branch": _optional_text,
     "count_cache_tokens": _flag,
     "costs": _prices,
+    "model": _optional_text,
+    "max_output_tokens": _integer(1, optional=True),
 }

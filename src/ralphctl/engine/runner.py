@@ -19,7 +19,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ralphctl.agents.base import AgentAdapter, AgentRequest, AgentUnavailable
+from ralphctl.agents.base import AgentAdapter, AgentUnavailable
 from ralphctl.agents.events import AgentEvent
 from ralphctl.agents.process import run_agent
 from ralphctl.domain.backoff import backoff_delay
@@ -61,6 +61,7 @@ from ralphctl.engine.record import (
     iteration_events,
     loop_totals,
 )
+from ralphctl.engine.request import agent_request
 from ralphctl.engine.sentinels import read_sentinel
 from ralphctl.engine.statefile import check_state_file, render_state, write_state
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
@@ -333,13 +334,12 @@ class LoopRunner:
             raise
 
     async def _run_agent(self, n: int, prompt: str) -> IterationResult:
-        request = AgentRequest(
+        request = agent_request(
+            self.config,
             prompt=prompt,
             workdir=self.workdir,
             iteration=n,
             session_id=str(uuid.uuid4()),
-            extra_args=tuple(self.config.agent_args),
-            permission_mode=self.config.permission_mode,
             remaining_cost_usd=remaining(self._totals(), self.config.budgets).cost_usd,
         )
         command = self.adapter.build_command(request)
