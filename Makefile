@@ -12,6 +12,7 @@ demo: $(INSTALLED)
 
 test: $(INSTALLED) $(NODE_INSTALLED)
 	bash scripts/ensure-postgres
+	bash scripts/ensure-browser
 	$(MAKE) --no-print-directory lint typecheck unit
 
 lint: $(INSTALLED)
@@ -28,6 +29,9 @@ unit: $(INSTALLED)
 bench: $(INSTALLED)
 	$(BIN)/python bench/overhead.py
 	$(BIN)/python bench/parse_throughput.py
+	$(BIN)/python bench/hook_latency.py
+	$(BIN)/python bench/manager_scale.py
+	$(BIN)/python bench/server_events.py
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

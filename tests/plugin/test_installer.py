@@ -65,7 +65,7 @@ def test_user_install_writes_the_marketplace_and_enables_the_plugin(homes):
     }
     hooks = json.loads(files["ralphctl/hooks/hooks.json"] or "")
     assert hooks["hooks"]["Stop"][0]["hooks"][0]["command"].startswith(
-        "'/opt/my tools/venv/bin/python3' -P -m ralphctl.hook stop"
+        "'/opt/my tools/venv/bin/python3' -I -S "
     )
 
 

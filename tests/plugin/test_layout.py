@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from pathlib import Path
 
 import pytest
 
+import ralphctl.hook
 from ralphctl.plugin.layout import (
     HOOK_TIMEOUT_S,
     Interpreter,
@@ -30,15 +32,16 @@ def bang_block(text: str) -> str:
     return match.group(1)
 
 
-def test_the_stop_hook_runs_the_hook_module_with_the_absolute_interpreter():
+def test_the_stop_hook_runs_the_hook_file_with_the_absolute_interpreter_isolated():
     group = stop_hook(PYTHON)
     [handler] = group["hooks"]
+    hook_file = str(Path(ralphctl.hook.__file__).with_name("__main__.py"))
     assert handler == {
         "type": "command",
-        "command": "'/opt/my tools/venv/bin/python3' -P -m ralphctl.hook stop",
+        "command": f"'/opt/my tools/venv/bin/python3' -I -S {shlex.quote(hook_file)} stop",
         "timeout": HOOK_TIMEOUT_S,
     }
-    assert shlex.split(handler["command"]) == [PYTHON.python, "-P", "-m", "ralphctl.hook", "stop"]
+    assert shlex.split(handler["command"]) == [PYTHON.python, "-I", "-S", hook_file, "stop"]
 
 
 def test_a_relative_interpreter_is_refused():

@@ -166,6 +166,11 @@ def resume_command(
     loop = store.get_loop(loop_id)
     if loop.status is LoopStatus.COMPLETED:
         raise UsageError(f"loop {loop.id} has completed; start a new one with `ralphctl run`")
+    if loop.mode == "hook":
+        raise UsageError(
+            f"loop {loop.id} ran in one Claude Code session (--mode hook), which cannot be "
+            "resumed here: start a new `ralphctl run --mode hook` (its history stays)"
+        )
     if loop.status is LoopStatus.RUNNING and runner_alive(loop):
         raise UsageError(
             f"loop {loop.id} is running in process {loop.runner_pid} on {loop.runner_host}"

@@ -199,5 +199,8 @@ def summary_table(loop: LoopRecord) -> Table:
     table.add_row("runtime", format_duration(loop.runtime_s))
     table.add_row("workdir", loop.workdir)
     if loop.status is not LoopStatus.COMPLETED:
-        table.add_row("next", f"ralphctl history {loop.id} · ralphctl resume {loop.id}")
+        again = (
+            "ralphctl run --mode hook …" if loop.mode == "hook" else f"ralphctl resume {loop.id}"
+        )
+        table.add_row("next", f"ralphctl history {loop.id} · {again}")
     return table

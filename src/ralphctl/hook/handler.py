@@ -31,6 +31,8 @@ EVENTS = frozenset({"Stop", "AfterAgent"})
 DEFAULT_FORMAT = "claude"
 #: Stdin is read up to one byte past the limit, which stopinput then refuses.
 READ_LIMIT = 16 * 1024 * 1024 + 1
+#: Names the Unix socket of a ``ralphctl run --mode hook`` runner (see ``hook.forwarder``).
+SOCKET_ENV = "RALPHCTL_HOOK_SOCKET"
 #: Tracker fields copied into the stored loop's config.
 RECORDED_CONFIG = ("max_iterations", "completion_marker", "max_runtime_s", "max_cost_usd")
 
@@ -40,25 +42,53 @@ class HookError(Exception):
 
 
 def main(argv: list[str]) -> int:
-    """``ralphctl-hook stop [--format claude|codex|gemini]``: always exits 0."""
+    """``ralphctl-hook stop [--format claude|codex|gemini]``: always exits 0.
+
+    Under ``ralphctl run --mode hook`` (``RALPHCTL_HOOK_SOCKET`` set) the runner decides;
+    without its answer the hook decides locally and leaves the history to the runner.
+    """
     try:
         raw = sys.stdin.buffer.read(READ_LIMIT)
     except BaseException as exc:  # no stdin at all: nothing to decide on
-        warn(f"allowing the stop: cannot read stdin ({exc})", os.environ.get("CLAUDE_PROJECT_DIR"))
+        warn(f"allowing the stop: cannot read stdin ({exc})", _project())
         return 0
-    line, record = respond(raw, argv, os.environ, time.time())
-    if line is not None:
+    history = True
+    socket_path = os.environ.get(SOCKET_ENV)
+    if socket_path:
+        from ralphctl.hook.forwarder import forward
+
         try:
-            sys.stdout.write(line + "\n")
-            sys.stdout.flush()
-        except BaseException as exc:
-            warn(f"cannot print the decision ({exc})", os.environ.get("CLAUDE_PROJECT_DIR"))
-            return 0
-    if record is not None:
+            answer = forward(socket_path, raw, argv, os.environ)
+        except Exception as exc:
+            warn(f"no answer from the ralphctl runner ({exc}): deciding locally", _project())
+            history = False
+        else:
+            if answer.decided:
+                _emit(answer.line)
+                return 0
+    line, record = respond(raw, argv, os.environ, time.time())
+    if _emit(line) and history and record is not None:
         from ralphctl.hook.record import MODE_ENV, dispatch
 
         dispatch(record, os.environ.get(MODE_ENV))
     return 0
+
+
+def _emit(line: str | None) -> bool:
+    """Print the decision (None: nothing); False if it could not be printed."""
+    if line is None:
+        return True
+    try:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    except BaseException as exc:
+        warn(f"cannot print the decision ({exc})", _project())
+        return False
+    return True
+
+
+def _project() -> str | None:
+    return os.environ.get("CLAUDE_PROJECT_DIR")
 
 
 def respond(

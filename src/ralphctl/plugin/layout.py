@@ -1,8 +1,11 @@
 """What ralphctl installs into Claude Code, rendered for one Python interpreter.
 
-Every command runs ``<absolute python> -P -m …``: no PATH lookup, no ``bash``, ``jq`` or
-execute bit, and ``-P`` keeps a project folder named ``ralphctl`` from shadowing the package.
-Pure: the only input besides the arguments is the package's own command templates.
+Every command runs an absolute interpreter path: no PATH lookup, no ``bash``, ``jq`` or
+execute bit. Slash commands run ``<python> -P -m …`` (``-P`` keeps a project folder named
+``ralphctl`` from shadowing the package); the Stop hook, which runs on every stop of every
+session, takes the fastest start, ``<python> -I -S <…/ralphctl/hook/__main__.py> stop``
+(docs/hook-mode.md). Pure: the only inputs besides the arguments are the package's own
+command templates and where the package is.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ import json
 import os
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
+
+import ralphctl.hook
 
 PLUGIN_NAME = "ralphctl"
 MARKETPLACE_NAME = "ralphctl"
@@ -26,11 +31,18 @@ DESCRIPTION = (
 )
 
 
+def hook_main() -> str:
+    """The hook's ``__main__.py`` in this installation of ralphctl."""
+    return os.path.join(os.path.dirname(os.path.abspath(ralphctl.hook.__file__)), "__main__.py")
+
+
 @dataclass(frozen=True, slots=True)
 class Interpreter:
-    """The absolute Python path every hook and command of the installation runs."""
+    """The absolute Python path every hook and command of the installation runs, and the
+    hook's file in the ralphctl it runs."""
 
     python: str
+    hook_file: str = field(default_factory=hook_main)
 
     def __post_init__(self) -> None:
         if not os.path.isabs(self.python):
@@ -40,10 +52,14 @@ class Interpreter:
         """A shell command line running ``module`` (quoted for ``sh``, spaces included)."""
         return shlex.join([self.python, "-P", "-m", module, *args])
 
+    def hook(self, *args: str) -> str:
+        """A shell command line running the hook's file without ``site``, isolated."""
+        return shlex.join([self.python, "-I", "-S", self.hook_file, *args])
+
 
 def stop_hook(interpreter: Interpreter) -> dict[str, Any]:
     """The Stop hook's matcher group, in Claude Code's hooks format."""
-    command = interpreter.module("ralphctl.hook", "stop")
+    command = interpreter.hook("stop")
     return {"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S}]}
 
 

@@ -1,21 +1,68 @@
 """Settle a session's iterations against its ``result`` line, the exact totals.
 
 During the session each iteration is recorded with the live estimate of its messages
-(``usage``). When the ``claude`` process ends, its ``result`` gives the exact tokens (per
-model, ``modelUsage``) and ``total_cost_usd``, helper requests included. Each quantity is then
-spread over the iterations that process ran, in proportion to their estimates of it (all of
-it to the last one when they estimated none), so the loop's totals are exactly what Claude
-Code reported and each iteration keeps its share.
+(``usage``). When a ``claude`` process ends, its ``result`` gives the exact tokens and cost,
+helper requests included. Each quantity is then spread over the iterations that process ran,
+in proportion to their estimates of it (all of it to the last one when they estimated none),
+so the loop's totals are exactly what Claude Code reported and each iteration keeps its share.
+
+A process's own totals: ``model_usage_since_last_result`` (per model, with ``costUSD``) when
+the CLI sends it. Otherwise ``modelUsage`` and ``total_cost_usd``, which for a ``--resume``d
+session count the whole session so far (2.1.330): the previous process's totals are then
+subtracted, unless the new ones are smaller (a CLI that counts per process).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from ralphctl.domain.costs import Cost
-from ralphctl.domain.model import TokenUsage
+from ralphctl.domain.costs import Cost, CostSource, Price, iteration_cost
+from ralphctl.domain.model import IterationResult, TokenUsage
+from ralphctl.engine.hookmode.usage import Usage
 from ralphctl.store.records import IterationRecord
+
+
+class SessionTotals:
+    """The totals of each ``claude`` process of one session, from their ``result`` lines."""
+
+    def __init__(self, prices: Mapping[str, Price]) -> None:
+        self._prices = prices
+        self._tokens = TokenUsage()  # the session's reported totals so far
+        self._usd = 0.0
+
+    def of_run(
+        self, result: IterationResult, own: Usage | None, *, resumed: bool
+    ) -> tuple[TokenUsage, Cost] | None:
+        """The process's own tokens and cost; None without a result line (killed)."""
+        if result.truncated:
+            return None
+        cost = iteration_cost(result, self._prices)
+        before_tokens, before_usd = self._tokens, self._usd
+        self._tokens, self._usd = result.tokens, cost.usd or 0.0
+        if own is not None:
+            return own.tokens, Cost(own.cost_usd, CostSource.REPORTED)
+        if not resumed or cost.usd is None or not _covers(result.tokens, before_tokens):
+            return result.tokens, cost
+        if cost.usd < before_usd:
+            return result.tokens, cost
+        return _minus(result.tokens, before_tokens), Cost(cost.usd - before_usd, cost.source)
+
+
+def _covers(total: TokenUsage, part: TokenUsage) -> bool:
+    return all(
+        getattr(total, name) >= getattr(part, name)
+        for name in ("input", "output", "cache_read", "cache_write")
+    )
+
+
+def _minus(total: TokenUsage, part: TokenUsage) -> TokenUsage:
+    return TokenUsage(
+        total.input - part.input,
+        total.output - part.output,
+        total.cache_read - part.cache_read,
+        total.cache_write - part.cache_write,
+    )
 
 
 def settle(

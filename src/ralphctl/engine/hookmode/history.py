@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ralphctl.domain.conditions import Decision
 from ralphctl.domain.config import LoopConfig
-from ralphctl.domain.costs import iteration_cost
+from ralphctl.domain.costs import Cost
 from ralphctl.domain.events import EventType
-from ralphctl.domain.model import IterationResult, PermissionDenial
+from ralphctl.domain.model import IterationResult, PermissionDenial, TokenUsage
 from ralphctl.domain.states import LoopStatus, transition
 from ralphctl.engine.hookmode.attribution import settle
 from ralphctl.engine.hookmode.usage import Usage
@@ -64,6 +64,17 @@ class History:
 
     def runtime(self) -> float:
         return time.monotonic() - self._started
+
+    def running(self) -> int:
+        """The iteration running now (or the next one, between two)."""
+        return self.open.n if self.open else self.loop.iteration + 1
+
+    def tokens(self) -> TokenUsage:
+        """The loop's tokens so far."""
+        loop = self.loop
+        return TokenUsage(
+            loop.tokens_input, loop.tokens_output, loop.tokens_cache_read, loop.tokens_cache_write
+        )
 
     def begin_loop(self, data: dict[str, Any]) -> None:
         transition(self.loop.status, LoopStatus.RUNNING)
@@ -138,14 +149,16 @@ class History:
         self._all.append(done)
         self.write_state()
 
-    def settle(self, result: IterationResult) -> None:
-        """A ``claude`` run ended: its reported totals replace the estimates of its iterations."""
+    def settle(self, totals: tuple[TokenUsage, Cost] | None) -> None:
+        """A ``claude`` run ended: its reported ``totals`` replace the estimates of its
+        iterations (None: it reported none, the estimates stay)."""
         ran, self._run = self._run, []
-        cost = iteration_cost(result, self.config.prices)
-        if result.truncated or not ran or cost.usd is None:  # e.g. the CLI was killed
+        if totals is None or totals[1].usd is None or not ran:
             self._settled_usd += sum(it.cost_usd or 0.0 for it in ran)
             return
-        settled = settle(ran, result.tokens, cost)
+        tokens, cost = totals
+        assert cost.usd is not None
+        settled = settle(ran, tokens, cost)
         self._settled_usd += cost.usd
         loop = replace(self.loop, cost_usd=self._settled_usd)
         for before, after in zip(ran, settled, strict=True):
@@ -212,6 +225,9 @@ class History:
         self.store.add_error(self.loop.id, n, kind, message, context)
         self.publish(EventType.ERROR, {"iteration": n, "message": message})
 
+    def warn(self, message: str) -> None:
+        self.publish(EventType.WARNING, {"message": message})
+
     def publish(self, event_type: EventType, data: dict[str, Any]) -> None:
         self.deliver([self.store.append_event(self.loop.id, str(event_type), data)])
 
@@ -224,8 +240,7 @@ class History:
         try:
             write_state(self.workdir, render_state(self.loop, self._all))
         except OSError as exc:
-            message = f"cannot write .ralph/state.json: {exc.strerror or exc}"
-            self.publish(EventType.WARNING, {"message": message})
+            self.warn(f"cannot write .ralph/state.json: {exc.strerror or exc}")
 
 
 def _now() -> datetime:

@@ -117,11 +117,13 @@ class StopServer:
                 self._report("a Stop arrived after its deadline: the hook decides it alone")
                 return
             reply = self._handler(request)
-            writer.write(reply.encode())
-            await writer.drain()
-            writer.close()
-            if reply.then is not None:
-                reply.then()
+            try:
+                writer.write(reply.encode())
+                await writer.drain()
+                writer.close()
+            finally:  # decided is decided: recorded even if the hook went away meanwhile
+                if reply.then is not None:
+                    reply.then()
         except (BadRequest, OSError, TimeoutError, ValueError) as exc:
             self._report(f"a bad request on the hook socket: {exc}")
         finally:

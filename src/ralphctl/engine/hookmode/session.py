@@ -20,8 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ralphctl.agents.base import AgentAdapter, AgentCommand, AgentRequest
+from ralphctl.agents.base import AgentAdapter, AgentCommand
 from ralphctl.domain.config import LoopConfig
+from ralphctl.engine.request import agent_request
 from ralphctl.hook.handler import SOCKET_ENV
 from ralphctl.plugin.layout import PLUGIN_ID, Interpreter, stop_hook
 
@@ -78,18 +79,16 @@ def session_command(
     workdir: Path,
 ) -> AgentCommand:
     """The command of one run of the session (the first, or a ``--resume``)."""
-    extra = [*config.agent_args, "--settings", settings_json()]
-    if resume:
-        extra += ["--resume", session.session_id]
-    request = AgentRequest(
+    request = agent_request(
+        config,
         prompt=prompt,
         workdir=workdir,
         iteration=iteration,
         session_id=session.session_id,
-        extra_args=tuple(extra),
-        permission_mode=config.permission_mode,
         remaining_cost_usd=remaining_cost_usd,
     )
+    ours = ["--settings", settings_json(), *(["--resume", session.session_id] if resume else [])]
+    request = replace(request, extra_args=(*request.extra_args, *ours))
     command = adapter.build_command(request)
     env = {
         SOCKET_ENV: socket_path,

@@ -26,6 +26,7 @@ from ralphctl.domain.costs import Price, price_for
 from ralphctl.domain.model import IterationResult, TokenUsage
 
 CHARS_PER_TOKEN = 4
+_SINCE_LAST_RESULT = b'"model_usage_since_last_result"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +62,14 @@ class MeteredParser:
         self._messages: dict[str, _Message] = {}
         self.messages = 0
         self.unpriced: set[str] = set()
+        self.reported: Usage | None = None  # the process's own totals, from its result line
 
     def feed(self, line: bytes) -> list[AgentEvent]:
         events = self._parser.feed(line)
-        if b'"assistant"' in line:  # cheap pre-check: only assistant lines carry usage
+        if b'"assistant"' in line:  # cheap pre-checks: only these lines carry usage
             self._meter(line)
+        if _SINCE_LAST_RESULT in line:
+            self.reported = _reported(line) or self.reported
         return events
 
     def finish(self, outcome: ProcessOutcome) -> IterationResult:
@@ -108,6 +112,30 @@ class MeteredParser:
             known = _Message(model if isinstance(model, str) else "", _tokens(message))
             self._messages[key] = known
         known.chars += sum(_chars(block) for block in _list(message.get("content")))
+
+
+def _reported(line: bytes) -> Usage | None:
+    """A result line's ``model_usage_since_last_result``: tokens and ``costUSD`` per model."""
+    try:
+        data = _dict(orjson.loads(line))
+    except orjson.JSONDecodeError:
+        return None
+    per_model = data.get("model_usage_since_last_result") if data.get("type") == "result" else None
+    if not isinstance(per_model, dict):
+        return None
+    tokens, cost = TokenUsage(), 0.0
+    for usage in per_model.values():
+        usd = _dict(usage).get("costUSD")
+        if isinstance(usd, bool) or not isinstance(usd, int | float):
+            return None
+        cost += usd
+        tokens += TokenUsage(
+            input=_int(usage.get("inputTokens")),
+            output=_int(usage.get("outputTokens")),
+            cache_read=_int(usage.get("cacheReadInputTokens")),
+            cache_write=_int(usage.get("cacheCreationInputTokens")),
+        )
+    return Usage(tokens, cost)
 
 
 def _tokens(message: dict[str, Any]) -> TokenUsage:

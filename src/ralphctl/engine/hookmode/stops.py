@@ -1,0 +1,183 @@
+"""The Stops of a hook-mode session: each one decided with the hook's own code, then recorded.
+
+``respond`` (``hook.handler``) is the whole decision, so the tracker stays the one source of
+truth and a hook that could not reach the runner decides exactly as the runner would. Before
+deciding, the live cost and token totals go into the tracker, where the budgets are read.
+The answer is sent first; the iteration is recorded after it (``Reply.then``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+
+from ralphctl.agents.events import AgentEvent, PermissionDenied
+from ralphctl.domain.conditions import Action, Decision, ExternalSignal
+from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.costs import tokens_for_budget
+from ralphctl.domain.model import PermissionDenial
+from ralphctl.domain.states import StopReason
+from ralphctl.engine.hookmode.history import History
+from ralphctl.engine.hookmode.server import Reply, StopRequest
+from ralphctl.engine.hookmode.session import Session
+from ralphctl.engine.hookmode.trackerfile import TrackerFile
+from ralphctl.engine.hookmode.usage import MeteredParser, Usage
+from ralphctl.engine.runner import RunControl
+from ralphctl.engine.sentinels import read_sentinel
+from ralphctl.hook.frontmatter import Scalar
+from ralphctl.hook.handler import respond
+from ralphctl.hook.record import StopRecord
+from ralphctl.hook.stopinput import StopInputError, parse
+
+NOT_OURS = Reply(decided=False)
+ALLOW = Reply(decided=True)
+DECIDED_ALONE = "(decided by the Stop hook alone: the runner did not answer in time)"
+
+
+class Stops:
+    """Decides and records one session's Stops. ``ended``: the decision that ended the loop;
+    ``fatal``: a recording failure, raised by the runner once the agent has stopped."""
+
+    def __init__(
+        self,
+        history: History,
+        session: Session,
+        tracker: TrackerFile,
+        config: LoopConfig,
+        control: RunControl,
+        meter: MeteredParser,
+    ) -> None:
+        self.history = history
+        self.session = session
+        self.tracker = tracker
+        self.config = config
+        self.control = control
+        self.meter = meter
+        self.ended: Decision | None = None
+        self.fatal: Exception | None = None
+        self.decided = 0  # Stops decided in the current claude run
+        self._last: tuple[bytes, int] | None = None
+        self._denials: list[PermissionDenial] = []
+        self._unpriced: set[str] = set()
+        self._env = {"CLAUDE_PROJECT_DIR": history.loop.workdir}
+        self._env["CLAUDE_CODE_SESSION_ID"] = session.session_id
+
+    def new_run(self, meter: MeteredParser) -> None:
+        """A new ``claude`` process of the session, metered by ``meter``."""
+        self.meter, self._last, self.decided = meter, None, 0
+
+    def on_stop(self, request: StopRequest) -> Reply:
+        """Decide one forwarded Stop (in the event loop: quick)."""
+        session, text = _stop_input(request.raw)
+        if (session or request.session_id) != self.session.session_id:
+            return NOT_OURS  # e.g. a nested claude: its own hook decides, as a standalone one
+        if self.control.interrupt.is_set() or self.ended is not None:
+            return ALLOW
+        if self._last == (request.raw, self.meter.messages):
+            return ALLOW  # the same Stop from a second copy of the hook: the first one decided
+        self._last = (request.raw, self.meter.messages)
+        self.decided += 1
+        self._write_totals()
+        line, record = respond(request.raw, request.argv, self._env, time.time())
+        if record is not None and record.stop_reason is None and self._stop_requested():
+            line = self._stop_now(record)
+        then = partial(self._record_safely, record, self.meter.take(), text or "")
+        return Reply(decided=True, line=line, then=then)
+
+    def catch_up_with(self, fields: dict[str, Scalar]) -> None:
+        """After a run: record the Stops the hook decided alone (the tracker is ahead)."""
+        iteration = fields.get("iteration")
+        if not isinstance(iteration, int) or iteration < self.history.running():
+            return
+        self._catch_up(iteration)
+        if fields.get("active") is not True:  # ... the last of them ended the loop
+            self.history.complete("ok", DECIDED_ALONE, self.meter.take(), denials=self.denials())
+
+    def denials(self) -> list[PermissionDenial]:
+        """The permission denials since the last iteration was recorded."""
+        taken, self._denials = self._denials, []
+        return taken
+
+    def on_agent_event(self, event: AgentEvent) -> None:
+        if isinstance(event, PermissionDenied):
+            self._denials.append(PermissionDenial(event.tool_name, "", event.message))
+
+    def _record_safely(self, record: StopRecord | None, usage: Usage, text: str) -> None:
+        try:
+            self._record(record, usage, text)
+        except Exception as exc:  # the store failed: stop the agent, report it afterwards
+            self.fatal = self.fatal or exc
+            self.control.interrupt.set()
+
+    def _record(self, record: StopRecord | None, usage: Usage, text: str) -> None:
+        history = self.history
+        if record is not None:
+            if record.iteration is None or record.iteration <= history.loop.iteration:
+                return  # already recorded
+            self._catch_up(record.iteration)
+        if history.open is None:
+            return
+        history.complete(
+            "ok",
+            text if record is None else record.summary,
+            usage,
+            completed=record is not None and record.completed,
+            blocked_reason=None if record is None else record.blocked_reason,
+            denials=self.denials(),
+        )
+        self._warn_unpriced()
+        if record is None:
+            return  # no active loop any more (cancelled): the session ends now
+        if record.stop_reason is not None:
+            self.ended = Decision(Action.STOP, StopReason(record.stop_reason), record.stop_detail)
+        else:
+            history.begin(history.loop.iteration + 1)
+
+    def _catch_up(self, n: int) -> None:
+        """Make ``n`` the open iteration, recording the ones before it as decided alone."""
+        history = self.history
+        if history.open is None:
+            history.begin(history.loop.iteration + 1)
+        while history.open is not None and history.open.n < n:
+            history.complete("ok", DECIDED_ALONE)
+            history.begin(history.loop.iteration + 1)
+
+    def _write_totals(self) -> None:
+        """The live totals into the tracker, where the decision reads its budgets."""
+        usage = self.meter.current()
+        tokens = tokens_for_budget(
+            self.history.tokens() + usage.tokens, include_cache=self.config.count_cache_tokens
+        )
+        cost = self.history.loop.cost_usd + usage.cost_usd
+        self.tracker.update({"cost_usd": cost, "tokens": tokens})
+
+    def _stop_requested(self) -> bool:
+        """A ``.ralph/stop`` sentinel (``ralphctl loops stop``); a pause cannot be honoured."""
+        signal = read_sentinel(self.history.workdir)
+        if signal is ExternalSignal.PAUSE:
+            self.history.warn("a hook-mode loop cannot pause: the request is ignored")
+        return signal is ExternalSignal.STOP
+
+    def _stop_now(self, record: StopRecord) -> str:
+        """Turn the block just decided into the loop's end (a stop request)."""
+        n = record.iteration
+        self.tracker.end(StopReason.USER_STOP, last_decision="allow", iteration=n)
+        record.stop_reason, record.stop_detail = str(StopReason.USER_STOP), "stop requested"
+        return json.dumps(
+            {"systemMessage": f"Ralph loop stopped at iteration {n}: stop requested."}
+        )
+
+    def _warn_unpriced(self) -> None:
+        for model in sorted(self.meter.unpriced - self._unpriced):
+            self._unpriced.add(model)
+            self.history.warn(f"no price for model {model!r}: the live cost estimate leaves it out")
+
+
+def _stop_input(raw: bytes) -> tuple[str | None, str | None]:
+    """The session id and final text of a Stop input (None, None if it is not one)."""
+    try:
+        event = parse(raw)
+    except StopInputError:
+        return None, None
+    return event.session_id, event.final_text

@@ -1,0 +1,118 @@
+"""A stand-in for ``claude -p`` that plays scripted turns and runs the Stop hook it is given.
+
+For runner situations the real CLI cannot be made to produce on demand: a Stop the hook must
+decide alone, the same Stop sent twice, a session that ends on its own. Each process plays
+the next run of the script (``FAKE_CLAUDE_SCRIPT``, a JSON list of runs; the count of runs
+played is kept next to it). A run is a list of turns; a turn is an object:
+
+- ``text``: the assistant's final text of the turn; then the Stop hook runs;
+- ``"alone": true``: this Stop's hook cannot reach the runner (decides locally);
+- ``"twice": true``: the hook runs twice for this Stop, as with two registrations;
+- ``"error": true``: the API fails, the run ends with an error result (exit 1).
+
+A run that ends while the hook still blocks ends like Claude Code's block cap: ``result: ""``.
+Every turn costs 1000 input and 100 output tokens ($0.006 at claude-opus-5-5's prices).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+TURN_COST = 0.006
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    session = args[args.index("--session-id") + 1] if "--session-id" in args else None
+    session = session or args[args.index("--resume") + 1]
+    settings = json.loads(args[args.index("--settings") + 1])
+    hook = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+    sys.stdin.read()
+    script = Path(os.environ["FAKE_CLAUDE_SCRIPT"])
+    played = script.with_suffix(".played")
+    index = int(played.read_text()) if played.exists() else 0
+    played.write_text(str(index + 1))
+    turns: list[dict[str, Any]] = json.loads(script.read_text())[index]
+    emit({"type": "system", "subtype": "init", "session_id": session, "model": "claude-opus-5-5"})
+    active, cost = False, 0.0
+    for n, turn in enumerate(turns):
+        if turn.get("error"):
+            return finish(session, "API Error: 529 overloaded", cost, error=True)
+        cost += TURN_COST
+        emit(assistant(f"msg_{index}_{n}", turn["text"], session))
+        stop = {
+            "session_id": session,
+            "hook_event_name": "Stop",
+            "stop_hook_active": active,
+            "last_assistant_message": turn["text"],
+            "cwd": os.getcwd(),
+        }
+        env = dict(os.environ, CLAUDE_PROJECT_DIR=os.getcwd(), CLAUDE_CODE_SESSION_ID=session)
+        if turn.get("alone"):
+            env["RALPHCTL_HOOK_SOCKET"] = "/nonexistent/stop.sock"
+        answers = [run_hook(hook, stop, env) for _ in range(2 if turn.get("twice") else 1)]
+        active = any(answer.get("decision") == "block" for answer in answers)
+        if not active:
+            return finish(session, turn["text"], cost)
+    return finish(session, "", cost)  # still blocked: ended as by the block cap
+
+
+def run_hook(command: str, stop: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
+    done = subprocess.run(
+        command,
+        shell=True,
+        input=json.dumps(stop),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return json.loads(done.stdout) if done.stdout.strip() else {}
+
+
+def assistant(message_id: str, text: str, session: str) -> dict[str, Any]:
+    usage = {"input_tokens": 1000, "output_tokens": 1}
+    message = {
+        "id": message_id,
+        "model": "claude-opus-5-5",
+        "content": [{"type": "text", "text": text}],
+        "usage": usage,
+    }
+    return {
+        "type": "assistant",
+        "message": message,
+        "parent_tool_use_id": None,
+        "session_id": session,
+    }
+
+
+def finish(session: str, text: str, cost: float, *, error: bool = False) -> int:
+    turns = round(cost / TURN_COST)
+    usage = {"inputTokens": 1000 * turns, "outputTokens": 100 * turns, "costUSD": cost}
+    emit(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": error,
+            "result": text,
+            "session_id": session,
+            "total_cost_usd": cost,
+            "modelUsage": {"claude-opus-5-5": usage},
+            "model_usage_since_last_result": {"claude-opus-5-5": usage},
+        }
+    )
+    return 1 if error else 0
+
+
+def emit(line: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
