@@ -5,7 +5,18 @@ from __future__ import annotations
 import typer
 
 from ralphctl import __version__
-from ralphctl.cli import config, demo, inspect, loops, plugin, rollback, run, session, workflow
+from ralphctl.cli import (
+    config,
+    demo,
+    inspect,
+    loops,
+    plugin,
+    rollback,
+    run,
+    serve,
+    session,
+    workflow,
+)
 from ralphctl.cli.common import UsageError, fail
 from ralphctl.domain.states import EXIT_USAGE
 from ralphctl.settings import ConfigError
@@ -27,6 +38,7 @@ app.command("rollback")(rollback.rollback_command)
 app.command("cancel")(session.cancel_command)
 app.command("sessions")(session.sessions_command)
 app.command("demo")(demo.demo_command)
+app.command("serve")(serve.serve_command)
 app.add_typer(workflow.app, name="workflow")
 app.add_typer(plugin.app, name="plugin")
 app.add_typer(loops.app, name="loops")

@@ -1,0 +1,1 @@
+"""The server face: REST, WebSocket events, Prometheus metrics and the dashboard, in one app."""

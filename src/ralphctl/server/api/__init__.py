@@ -1,0 +1,1 @@
+"""The REST routes, one module per resource; every route requires the bearer token."""

@@ -1,0 +1,128 @@
+"""``/api/loops``: list, start, read and control loops, and read what each one recorded."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Query, status
+from fastapi import Path as PathParam
+from starlette.concurrency import run_in_threadpool
+
+from ralphctl.domain.states import LoopStatus
+from ralphctl.engine.manager import LoopSpec, workflow_layer
+from ralphctl.server.api.deps import ManagerDep, StoreDep
+from ralphctl.server.schemas import (
+    CheckpointOut,
+    ErrorOut,
+    Event,
+    IterationOut,
+    Loop,
+    LoopCreate,
+)
+from ralphctl.settings import resolve_loop_config
+from ralphctl.store.repository import Store
+
+router = APIRouter(prefix="/api/loops", tags=["loops"])
+
+LoopId = Annotated[
+    str, PathParam(description="A loop id, or a unique prefix of one (at least 4 characters).")
+]
+
+
+@router.get("")
+def list_loops(
+    store: StoreDep,
+    status: Annotated[list[LoopStatus] | None, Query(description="Any of these.")] = None,
+    workdir: Annotated[str | None, Query(description="Only loops in this work dir.")] = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+) -> list[Loop]:
+    """Loops, newest first."""
+    loops = store.list_loops(status, limit=None if workdir else limit)
+    if workdir is not None:
+        wanted = {os.path.normpath(workdir), os.path.realpath(workdir)}  # as given, or resolved
+        loops = [loop for loop in loops if os.path.normpath(loop.workdir) in wanted][:limit]
+    return [Loop.of(loop) for loop in loops]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED)
+async def create_loop(body: LoopCreate, manager: ManagerDep) -> Loop:
+    """Start a loop (or queue it as pending when ``max_concurrent`` loops already run).
+
+    The agent runs with the server user's permissions in ``workdir``.
+    """
+    workdir = Path(body.workdir)
+    extra = workflow_layer(body.workflow) if body.workflow else None
+    resolved = await run_in_threadpool(resolve_loop_config, workdir, body.overrides(), extra=extra)
+    spec = LoopSpec(
+        task=body.task,
+        workdir=workdir,
+        config=resolved.config,
+        name=body.name,
+        mode=body.mode,
+        workflow=body.workflow,
+        worktree=body.worktree,
+    )
+    return Loop.of(await manager.create(spec, queue=body.queue))
+
+
+@router.get("/{loop_id}")
+def get_loop(loop_id: LoopId, store: StoreDep) -> Loop:
+    return Loop.of(store.get_loop(loop_id))
+
+
+@router.post("/{loop_id}/pause")
+async def pause_loop(
+    loop_id: LoopId,
+    store: StoreDep,
+    manager: ManagerDep,
+    now: Annotated[bool, Query(description="Interrupt the running iteration.")] = False,
+) -> Loop:
+    """Pause between iterations, or at once with ``now`` (the iteration is recorded
+    interrupted)."""
+    return Loop.of(await manager.pause(await _full_id(store, loop_id), now=now))
+
+
+@router.post("/{loop_id}/resume")
+async def resume_loop(loop_id: LoopId, store: StoreDep, manager: ManagerDep) -> Loop:
+    """Continue with the loop's iteration, cost, tokens and breaker state intact."""
+    return Loop.of(await manager.resume(await _full_id(store, loop_id)))
+
+
+@router.post("/{loop_id}/stop")
+async def stop_loop(loop_id: LoopId, store: StoreDep, manager: ManagerDep) -> Loop:
+    return Loop.of(await manager.stop(await _full_id(store, loop_id)))
+
+
+@router.get("/{loop_id}/iterations")
+def list_iterations(loop_id: LoopId, store: StoreDep) -> list[IterationOut]:
+    return [IterationOut.of(it) for it in store.iterations(store.get_loop(loop_id).id)]
+
+
+@router.get("/{loop_id}/checkpoints")
+def list_checkpoints(loop_id: LoopId, store: StoreDep) -> list[CheckpointOut]:
+    return [CheckpointOut.of(c) for c in store.checkpoints(store.get_loop(loop_id).id)]
+
+
+@router.get("/{loop_id}/errors")
+def list_errors(loop_id: LoopId, store: StoreDep) -> list[ErrorOut]:
+    return [ErrorOut.of(e) for e in store.errors(store.get_loop(loop_id).id)]
+
+
+@router.get("/{loop_id}/events")
+def list_loop_events(
+    loop_id: LoopId,
+    store: StoreDep,
+    since: Annotated[int, Query(ge=0, description="Only events after this seq.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+) -> list[Event]:
+    """The loop's events after ``since``, oldest first."""
+    full_id = store.get_loop(loop_id).id
+    return [Event.of(e) for e in store.events_since(since, loop_id=full_id, limit=limit)]
+
+
+async def _full_id(store: Store, loop_id: str) -> str:
+    """The id a prefix names (404 if none does), for the manager."""
+    loop = await run_in_threadpool(store.get_loop, loop_id)
+    return loop.id
