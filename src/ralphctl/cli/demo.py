@@ -12,7 +12,8 @@ from typing import Any
 import typer
 
 from ralphctl.cli.common import console, open_store
-from ralphctl.cli.run import DB, QUIET, execute_loop, new_loop_record
+from ralphctl.cli.run import DB, QUIET, execute_loop
+from ralphctl.engine.loops import new_loop
 from ralphctl.settings import resolve_loop_config
 
 TASK = """Build a tiny word-count library in this repository.
@@ -114,7 +115,7 @@ def demo_command(
     from ralphctl.agents.registry import adapter_for
 
     adapter = adapter_for("scripted", options={"script": str(script)})
-    loop = new_loop_record("demo: word-count library", TASK, root, resolved.config)
+    loop = new_loop(TASK, root, resolved.config, name="demo: word-count library")
     code = execute_loop(partial(open_store, db), loop, resolved.config, adapter, quiet, False)
     log = _git(root, "log", "--oneline", "--decorate=no")
     console.print("[bold]git log of the demo repository:[/]")

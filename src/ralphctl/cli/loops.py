@@ -25,6 +25,7 @@ from ralphctl.cli.common import UsageError, console, err_console, fail, open_sto
 from ralphctl.cli.ui import STATUS_STYLE, format_duration, format_tokens
 from ralphctl.domain.conditions import ExternalSignal
 from ralphctl.domain.states import EXIT_FAILED, EXIT_USAGE, IllegalTransition, LoopStatus
+from ralphctl.engine.loops import new_loop
 from ralphctl.settings import resolve_loop_config
 
 if TYPE_CHECKING:
@@ -245,7 +246,7 @@ def _start_here(
             f"loop {other.id} ({other.status}) already works in {root}: stop it, or start "
             "this one with --worktree"
         )
-    loop = run.new_loop_record(name or run._default_name(text), text, root, config)
+    loop = new_loop(text, root, config, name=name)
     if workflow:
         loop = replace(loop, task=render_workflow(workflow, text), workflow=workflow)
     if worktree:

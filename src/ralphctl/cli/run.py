@@ -6,10 +6,8 @@ import asyncio
 import json
 import shlex
 import signal
-import uuid
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +22,7 @@ from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.markers import promise
 from ralphctl.domain.states import EXIT_FAILED, EXIT_LIMIT, EXIT_USAGE, LoopStatus
 from ralphctl.engine.control import runner_alive
+from ralphctl.engine.loops import default_name, new_loop
 from ralphctl.engine.prompt import PromptContext, build_prompt
 from ralphctl.engine.request import agent_request
 from ralphctl.settings import ResolvedConfig, resolve_loop_config
@@ -128,7 +127,7 @@ def run_command(
             resolved.config,
             overrides,
             workflow=workflow,
-            name=name or _default_name(text),
+            name=name or default_name(text),
             db=db,
             dry_run=dry_run,
             quiet=quiet,
@@ -140,8 +139,7 @@ def run_command(
         _print_dry_run(resolved, adapter, text, root)
         return
     _check_agent(adapter)
-    loop = new_loop_record(name or _default_name(text), text, root, resolved.config)
-    loop = replace(loop, workflow=workflow)
+    loop = new_loop(text, root, resolved.config, name=name, workflow=workflow)
     opener = partial(open_store, db)  # opened while the first agent starts: see LoopRunner
     raise typer.Exit(execute_loop(opener, loop, resolved.config, adapter, quiet, json_out))
 
@@ -187,21 +185,6 @@ def resume_command(
 
 
 # -- running --------------------------------------------------------------------------------
-
-
-def new_loop_record(name: str, task: str, workdir: Path, config: LoopConfig) -> LoopRecord:
-    """A fresh-context loop, not stored yet."""
-    return LoopRecord(
-        id=uuid.uuid4().hex[:12],
-        name=name,
-        mode="fresh",
-        agent=config.agent,
-        workdir=str(workdir),
-        task=task,
-        config=config.to_json(),
-        status=LoopStatus.PENDING,
-        created_at=datetime.now(UTC),
-    )
 
 
 def execute_loop(
@@ -440,12 +423,6 @@ def _print_dry_run(resolved: ResolvedConfig, adapter: AgentAdapter, task: str, r
 
 def _with_config(loop: LoopRecord, config: LoopConfig) -> LoopRecord:
     return replace(loop, config=config.to_json())
-
-
-def _default_name(task: str) -> str:
-    words = task.split()
-    name = " ".join(words[:6])
-    return name if len(name) <= 48 else name[:47] + "…"
 
 
 def _summary_json(loop: LoopRecord) -> dict[str, Any]:

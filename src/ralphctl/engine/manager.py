@@ -17,7 +17,6 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +28,7 @@ from ralphctl.domain.states import LoopStatus, transition
 from ralphctl.engine.bus import EventBus, Subscription
 from ralphctl.engine.checkpoint import GitError
 from ralphctl.engine.control import clear_sentinels, runner_alive, settle, write_sentinel
+from ralphctl.engine.loops import default_name, new_loop
 from ralphctl.engine.reconcile import reconcile
 from ralphctl.engine.runner import Interruption, LoopRunner, RunControl
 from ralphctl.engine.sentinels import read_sentinel
@@ -505,18 +505,14 @@ def _workflow(name: str) -> Workflow:
 
 
 def _new_loop(loop_id: str, spec: LoopSpec, workdir: Path, task: str) -> LoopRecord:
-    words = " ".join(spec.task.split()[:6])
-    return LoopRecord(
-        id=loop_id,
-        name=spec.name or (words if len(words) <= 48 else words[:47] + "…"),
+    return new_loop(
+        task,
+        workdir,
+        spec.config,
+        name=spec.name or default_name(spec.task),
         mode=spec.mode,
-        agent=spec.config.agent,
-        workdir=str(workdir),
-        task=task,
-        config=spec.config.to_json(),
-        status=LoopStatus.PENDING,
-        created_at=datetime.now(UTC),
         workflow=spec.workflow,
+        loop_id=loop_id,
     )
 
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ralphctl.agents.base import AgentAdapter, AgentCommand
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.defaults import CONTINUE_MESSAGE
-from ralphctl.domain.states import LoopStatus
 from ralphctl.engine.hookmode.session import Session, reserved_args, session_command
+from ralphctl.engine.loops import new_loop
 from ralphctl.hook.arming import DEFAULT_TEMPLATE, Armed, ArmError, arm
 from ralphctl.hook.tracker import load
 from ralphctl.store.records import LoopRecord
@@ -76,17 +75,15 @@ def prepare(
     armed = _arm(root, task, session_id, config, workflow)
     tracker = load(armed.path)
     assert tracker is not None, f"{armed.path} was just written"
-    loop = LoopRecord(
-        id=str(tracker.fields["loop_id"]),
+    loop = new_loop(
+        task,
+        root,
+        config,
         name=name,
         mode="hook",
-        agent=adapter.name,
-        workdir=str(root),
-        task=task,
-        config=config.to_json(),
-        status=LoopStatus.PENDING,
-        created_at=datetime.now(UTC),
         workflow=workflow,
+        loop_id=str(tracker.fields["loop_id"]),
+        agent=adapter.name,
         agent_session_id=session_id,
     )
     store.create_loop(loop)
