@@ -35,8 +35,10 @@ EXPECT_TIMEOUT_MS = 60_000
 __all__ = ["isolated", "new_workdir"]  # the server tests' fixtures, used here too
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """One Chromium per module: Playwright's sync API keeps an event loop running in this
+    thread while it is open, which would break every later test that calls asyncio.run()."""
     if not os.access(CHROMIUM, os.X_OK):
         reason = f"{CHROMIUM} not found: run scripts/ensure-browser (installs Debian's chromium)"
         if os.environ.get("CI"):
