@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -12,10 +13,11 @@ from rich.markup import escape
 from ralphctl import __version__
 from ralphctl.cli.common import console, fail
 from ralphctl.domain.states import EXIT_USAGE
-from ralphctl.plugin.installer import InstallError, install, uninstall
 from ralphctl.plugin.layout import Interpreter
 from ralphctl.plugin.scopes import Plan, Scope, project_plan, user_plan
-from ralphctl.plugin.status import Status, status
+
+if TYPE_CHECKING:
+    from ralphctl.plugin.status import Status
 
 app = typer.Typer(
     name="plugin",
@@ -38,6 +40,8 @@ PROJECT = typer.Option(
 @app.command("install")
 def install_command(scope: Scope = SCOPE, project: Path | None = PROJECT) -> None:
     """Install (or refresh) the hook and the slash commands; run again after moving ralphctl."""
+    from ralphctl.plugin.installer import InstallError, install
+
     plan = _plan(scope, project)
     other = _plan(Scope.PROJECT, None) if scope is Scope.USER else _plan(Scope.USER, None)
     try:
@@ -58,6 +62,8 @@ def install_command(scope: Scope = SCOPE, project: Path | None = PROJECT) -> Non
 @app.command("uninstall")
 def uninstall_command(scope: Scope = SCOPE, project: Path | None = PROJECT) -> None:
     """Remove exactly what `ralphctl plugin install` added."""
+    from ralphctl.plugin.installer import InstallError, uninstall
+
     plan = _plan(scope, project)
     try:
         removed = uninstall(plan)
@@ -75,6 +81,9 @@ def status_command(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """What is installed, for the user and for the project."""
+    from ralphctl.plugin.installer import InstallError
+    from ralphctl.plugin.status import status
+
     try:
         user, here = _plan(Scope.USER, None), _plan(Scope.PROJECT, project)
         found = [status(user, here), status(here, user)]

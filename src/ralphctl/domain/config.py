@@ -11,13 +11,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ralphctl.domain import defaults
-from ralphctl.domain.breaker import BreakerConfig
 from ralphctl.domain.conditions import Budgets
-from ralphctl.domain.costs import DEFAULT_PRICES, Price
 from ralphctl.domain.markers import Marker, parse_marker
+
+if TYPE_CHECKING:  # imported when used: `ralphctl run` validates a config before its 1st spawn
+    from ralphctl.domain.breaker import BreakerConfig
+    from ralphctl.domain.costs import Price
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -133,6 +135,8 @@ class LoopConfig:
 
     @property
     def breaker(self) -> BreakerConfig:
+        from ralphctl.domain.breaker import BreakerConfig
+
         return BreakerConfig(
             max_consecutive_errors=self.circuit_breaker_threshold,
             same_error_threshold=self.same_error_threshold,
@@ -145,6 +149,8 @@ class LoopConfig:
     @property
     def prices(self) -> Mapping[str, Price]:
         """The shipped price table with the user's ``[loops.costs]`` entries over it."""
+        from ralphctl.domain.costs import DEFAULT_PRICES, Price
+
         return {**DEFAULT_PRICES, **{model: Price(**p) for model, p in self.costs.items()}}
 
     def to_json(self) -> dict[str, Any]:
