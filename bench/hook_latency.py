@@ -9,8 +9,8 @@ Cases (each a real process fed one Stop event on stdin, as Claude Code runs it):
 Each case runs under four launchers — ``python -m ralphctl.hook stop`` (also with ``-P``),
 the ``ralphctl-hook`` console script, and ``python -I -S …/ralphctl/hook/__main__.py stop`` —
 side by side with ``python -c pass`` and ``python -I -S -c pass`` (the same interpreter) and
-two reference rows that only import what an active loop needs (json and fcntl; then the
-brain, ``domain.markers`` and ``domain.conditions``), all interleaved round-robin in one run
+two reference rows that only import what an active loop needs (``_json`` and ``fcntl``; then
+the brain, ``domain.markers`` and ``domain.stoprules``), all interleaved round-robin in one run
 so that machine noise hits every row alike. The history write is off
 (``RALPHCTL_HOOK_STORE=off``) in those rows; one more row, measured apart with a pause after
 each run (the detached writer imports SQLAlchemy and would load the CPU for the next run),
@@ -45,18 +45,18 @@ LAUNCHERS = {
     "python -I -S file": [PYTHON, "-I", "-S", HOOK_FILE, "stop"],
 }
 PACKAGE_ROOT = str(Path(ralphctl.hook.__file__).parents[2])
-IMPORT = f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r}); import json, fcntl"
+IMPORT = f"import sys; sys.path.insert(0, {PACKAGE_ROOT!r}); import _json, fcntl"
 FLOORS = {
     "python -c pass": [PYTHON, "-c", "pass"],
     "python -I -S -c pass": [PYTHON, "-I", "-S", "-c", "pass"],
     # What an active loop must import before deciding anything: the stdlib, then the brain.
-    "ref: -I -S import json, fcntl": [PYTHON, "-I", "-S", "-c", IMPORT],
-    "ref: + domain markers, conditions": [
+    "ref: -I -S import _json, fcntl": [PYTHON, "-I", "-S", "-c", IMPORT],
+    "ref: + domain markers, stoprules": [
         PYTHON,
         "-I",
         "-S",
         "-c",
-        IMPORT + "; import ralphctl.domain.markers, ralphctl.domain.conditions",
+        IMPORT + "; import ralphctl.domain.markers, ralphctl.domain.stoprules",
     ],
 }
 BUDGET_MS = {"no loop": 20.0, "blocks": 35.0, "completes": 35.0}

@@ -2,15 +2,15 @@ from typing import Any
 
 import pytest
 
+from ralphctl.domain import stoprules
 from ralphctl.domain.conditions import (
     Action,
-    Budgets,
     ExternalSignal,
-    Totals,
     evaluate,
     remaining,
 )
 from ralphctl.domain.states import StopReason
+from ralphctl.domain.stoprules import Budgets, Totals
 
 BUDGETS = Budgets(
     max_iterations=10,
@@ -143,3 +143,14 @@ def test_values_are_immutable_and_compare_by_value():
         Totals().iterations = 5  # type: ignore[misc]
     with pytest.raises(TypeError, match="unexpected"):
         Totals(iteration=5)  # type: ignore[call-arg]
+
+
+def test_every_reason_of_the_enum_free_stop_rules_is_a_stop_reason():
+    reasons = {
+        value for name, value in vars(stoprules).items() if name.isupper() and name.isidentifier()
+    }
+    assert reasons == {str(reason) for reason in StopReason} - {
+        "user_stop",
+        "interrupted",
+        "agent_unavailable",
+    }

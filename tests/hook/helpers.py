@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import ralphctl.hook
 from ralphctl.hook.frontmatter import Scalar, parse, render
 from ralphctl.hook.paths import tracker_path
 
+#: The hook as the plugin runs it: ``python -I -S HOOK_FILE stop``.
+HOOK_FILE = Path(ralphctl.hook.__file__).with_name("__main__.py")
 SESSION = "5e55a1d0-0000-4000-8000-00000000c0de"
 OTHER_SESSION = "0ther000-0000-4000-8000-000000000001"
 

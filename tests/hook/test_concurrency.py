@@ -6,12 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import ralphctl.hook
 from ralphctl.hook.arming import arm
-from tests.hook.helpers import SESSION, fields_of, hook_env, stop_event
+from tests.hook.helpers import HOOK_FILE, SESSION, fields_of, hook_env, stop_event
 
 PROCESSES = 50
-HOOK_FILE = str(Path(ralphctl.hook.__file__).with_name("__main__.py"))
 
 
 def test_fifty_concurrent_stops_each_get_their_own_iteration(tmp_path):
@@ -19,7 +17,7 @@ def test_fifty_concurrent_stops_each_get_their_own_iteration(tmp_path):
     env = hook_env(tmp_path)
     running = [
         subprocess.Popen(
-            [sys.executable, "-I", "-S", HOOK_FILE, "stop"],
+            [sys.executable, "-I", "-S", str(HOOK_FILE), "stop"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

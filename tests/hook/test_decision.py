@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ralphctl.domain.conditions import Budgets, Totals
 from ralphctl.domain.markers import parse_marker
 from ralphctl.domain.states import StopReason
+from ralphctl.domain.stoprules import Budgets, Totals
 from ralphctl.hook.stop import CAP_NOTE, Allow, LoopState, StopBlock, decide
 
 NOW = "2026-11-22T10:00:00Z"
@@ -51,7 +51,7 @@ def test_the_promise_completes_the_loop():
 def test_a_promise_kept_on_the_last_iteration_is_a_completion_not_a_limit():
     outcome = stop(state(iteration=5), "<promise>ALL GREEN</promise>")
     assert outcome.ended is not None
-    assert outcome.ended.reason is StopReason.COMPLETION
+    assert outcome.ended.reason == StopReason.COMPLETION
 
 
 def test_the_iteration_bound_ends_the_loop_and_says_so():
@@ -70,7 +70,7 @@ def test_the_tracker_bodys_last_line_can_complete_the_loop():
     body = "# Loop Progress\n\n- [x] everything\n\n<promise>ALL GREEN</promise>\n"
     outcome = stop(state(body=body))
     assert outcome.ended is not None
-    assert outcome.ended.reason is StopReason.COMPLETION
+    assert outcome.ended.reason == StopReason.COMPLETION
 
 
 def test_a_template_that_only_mentions_the_promise_does_not_complete():

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-import ralphctl.hook
 from ralphctl.hook import handler, tracker
 from ralphctl.hook.arming import arm
 from tests.hook.helpers import (
+    HOOK_FILE,
     OTHER_SESSION,
     SESSION,
     answer,
@@ -29,7 +29,6 @@ from tests.hook.helpers import (
 )
 
 PROMISE = "<promise>ALL GREEN</promise>"
-HOOK_FILE = Path(ralphctl.hook.__file__).with_name("__main__.py")
 
 
 @pytest.fixture
@@ -172,7 +171,7 @@ def test_8_no_jq_bash_or_path_needed_and_crashes_fail_open(project, monkeypatch)
 def test_9_no_execute_bit_needed_the_interpreter_runs_the_file(project, tmp_path):
     arm_session(project)
     copy = tmp_path / "ralphctl"
-    package = Path(ralphctl.__file__).parent
+    package = HOOK_FILE.parents[1]
     for source in package.rglob("*.py"):
         target = copy / source.relative_to(package)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -17,10 +17,11 @@ import typer
 from ralphctl.agents.base import AgentAdapter, AgentUnavailable
 from ralphctl.cli.common import UsageError, console, err_console, fail, open_store
 from ralphctl.cli.ui import TerminalObserver, summary_table
-from ralphctl.domain.conditions import Totals, remaining
+from ralphctl.domain.conditions import remaining
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.markers import promise
 from ralphctl.domain.states import EXIT_FAILED, EXIT_LIMIT, EXIT_USAGE, LoopStatus
+from ralphctl.domain.stoprules import Totals
 from ralphctl.engine.control import runner_alive
 from ralphctl.engine.loops import default_name, new_loop
 from ralphctl.engine.prompt import PromptContext, build_prompt
@@ -60,6 +61,12 @@ SCRIPT = typer.Option(None, "--script", help="Script file for the scripted agent
 DB = typer.Option(None, "--db", help="Database URL or SQLite path (env RALPHCTL_DB).")
 QUIET = typer.Option(False, "--quiet", "-q", help="Print only the final summary.")
 JSON = typer.Option(False, "--json", help="Print the final summary as JSON.")
+MODE = typer.Option(
+    "fresh",
+    "--mode",
+    help="fresh: a new agent session per iteration; hook: one Claude Code session, "
+    "kept going by a Stop hook (docs/hook-mode.md).",
+)
 
 
 def run_command(
@@ -93,12 +100,7 @@ def run_command(
         None, "--checkpoint-branch", help="Commit checkpoints to this branch, not HEAD's."
     ),
     name: str | None = typer.Option(None, "--name", help="A name for the loop."),
-    mode: str = typer.Option(
-        "fresh",
-        "--mode",
-        help="fresh: a new agent session per iteration; hook: one Claude Code session, "
-        "kept going by a Stop hook (docs/hook-mode.md).",
-    ),
+    mode: str = MODE,
     db: str | None = DB,
     dry_run: bool = typer.Option(
         False, "--dry-run", help="Print the configuration and the agent command; run nothing."
@@ -118,10 +120,9 @@ def run_command(
     if workflow is not None:
         text, layer = _workflow_layer(workflow, text)
     resolved = resolve_loop_config(root, overrides, extra=layer)
-    if mode not in ("fresh", "hook"):
-        raise UsageError(f"--mode {mode}: use fresh or hook")
+    check_mode(mode)
     if mode == "hook":
-        exit_code = _run_hook_mode(
+        exit_code = run_hook_mode(
             text,
             root,
             resolved.config,
@@ -248,7 +249,12 @@ async def _run_with_signals(runner: Any, observer: TerminalObserver) -> LoopReco
             loop.remove_signal_handler(sig)
 
 
-def _run_hook_mode(
+def check_mode(mode: str) -> None:
+    if mode not in ("fresh", "hook"):
+        raise UsageError(f"--mode {mode}: use fresh or hook")
+
+
+def run_hook_mode(
     task: str,
     root: Path,
     config: LoopConfig,
@@ -260,6 +266,7 @@ def _run_hook_mode(
     dry_run: bool,
     quiet: bool,
     json_out: bool,
+    loop_id: str | None = None,
 ) -> int:
     """One Claude Code session kept going by a Stop hook (docs/hook-mode.md)."""
     from ralphctl.engine.hookmode.runner import HookLoopRunner
@@ -276,7 +283,9 @@ def _run_hook_mode(
             return 0
         _check_agent(adapter)
         store = open_store(db)
-        ready = prepare(store, adapter, task, root, config, name=name, workflow=workflow)
+        ready = prepare(
+            store, adapter, task, root, config, name=name, workflow=workflow, loop_id=loop_id
+        )
     except HookModeError as exc:
         raise UsageError(str(exc)) from None
 

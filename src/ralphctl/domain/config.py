@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ralphctl.domain import defaults
-from ralphctl.domain.conditions import Budgets
 from ralphctl.domain.markers import Marker, parse_marker
+from ralphctl.domain.stoprules import Budgets
 
 if TYPE_CHECKING:  # imported when used: `ralphctl run` validates a config before its 1st spawn
     from ralphctl.domain.breaker import BreakerConfig

@@ -11,36 +11,36 @@ assistant text is examined, and only a deliberate declaration counts:
 - blocked: ``BLOCKED: reason`` as a tag or as the last non-empty line; whichever of the
   declarations comes last wins.
 
-Every scan is linear in the text (no regex can backtrack catastrophically, and each stretch
-between two tags is searched a bounded number of times), so a huge or hostile message costs
-about as much as reading it.
+Every scan is linear in the text (each stretch between two tags is searched a bounded number
+of times), so a huge or hostile message costs about as much as reading it. The scans use
+``str`` methods, not ``re``: the Stop hook imports this module on every stop, and ``re``
+(with the ``enum`` and ``functools`` it pulls in) would cost more than the whole decision.
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 
 from ralphctl.domain.value import value
 
+TYPE_CHECKING = False  # the typing module is one more import on the hook's hot path
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 _OPEN, _CLOSE = "<promise>", "</promise>"
-_TAG_TOKEN = re.compile(r"<(/?)promise>")
-_WHOLE_TAG = re.compile(r"<promise>(.*)</promise>", re.DOTALL)
-_COMMENT = re.compile(r"<!--(.*)-->", re.DOTALL)
-_BLOCKED = re.compile(r"(?:WORKFLOW_)?BLOCKED *:(.*)")
-_NEWLINE = re.compile(r"\r\n?")
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})(.*)$", re.MULTILINE)
-_BACKTICKS = re.compile(r"`+")
-_BLOCKQUOTE = re.compile(r"[ \t]*>")
-#: Sentence boundaries; the second pattern finds the last one in a range without a backward scan.
-_BOUNDARY = re.compile(r"[.!?:\n]")
-_LAST_BOUNDARY = re.compile(r"[.!?:\n](?=[^.!?:\n]*\Z)")
-#: Words that turn a tag into a statement about the future, a condition or a refusal.
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|cannot|until|unless|once|if|when|whenever|before|after\s+(?:I|we))\b"
-    r"|n['’]t\b",
-    re.IGNORECASE,
+_TAG_NAME = "promise>"
+_COMMENT_OPEN, _COMMENT_CLOSE = "<!--", "-->"
+#: Sentence boundaries: a negation or condition word counts only within the tag's sentence.
+_BOUNDARIES = ".!?:\n"
+#: Words that turn a tag into a statement about the future, a condition or a refusal; also
+#: "after I/we" and any "n't" contraction. Matched as whole words, ignoring case.
+_NEGATIONS = frozenset(
+    {"not", "no", "never", "cannot", "until", "unless", "once", "if", "when", "whenever", "before"}
 )
+_AFTER_WHOM = frozenset({"i", "we"})
+_APOSTROPHES = "'’"
+#: Case folding as ``re.IGNORECASE`` does it for these words: one character each.
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
 _QUOTES = frozenset("\"'`“”‘’«»„‹›")
 _NO_REASON = "no reason given"
 
@@ -62,9 +62,9 @@ class Marker:
             raise ValueError("a completion marker cannot be empty")
         if self.text != normalise(self.text):
             raise ValueError(f"marker text must be whitespace-normalised: {self.text!r}")
-        if _TAG_TOKEN.search(self.text):
+        if _OPEN in self.text or _CLOSE in self.text:
             raise ValueError(f"a marker cannot contain a <promise> tag: {self.text!r}")
-        if _BLOCKED.fullmatch(self.text):
+        if _blocked(self.text) is not None:
             raise ValueError(f"a marker cannot be a BLOCKED: declaration: {self.text!r}")
 
     @property
@@ -79,17 +79,17 @@ def parse_marker(signal: str) -> Marker:
     Raises ValueError for an empty marker: whether that means "disabled" is the caller's call.
     """
     stripped = signal.strip()
-    if tag := _WHOLE_TAG.fullmatch(stripped):
-        return Marker(normalise(tag.group(1)), tagged=True)
-    if comment := _COMMENT.fullmatch(stripped):
-        return Marker(normalise(comment.group(1)), tagged=False)
+    if (tag := _inside_tag(stripped)) is not None:
+        return Marker(normalise(tag), tagged=True)
+    if (comment := _inside_comment(stripped)) is not None:
+        return Marker(normalise(comment), tagged=False)
     return Marker(normalise(stripped), tagged=False)
 
 
 def promise(text: str) -> Marker:
     """The marker of ``--completion-promise TEXT``: always tagged (an already tagged TEXT too)."""
-    tag = _WHOLE_TAG.fullmatch(text.strip())
-    return Marker(normalise(tag.group(1) if tag else text), tagged=True)
+    tag = _inside_tag(text.strip())
+    return Marker(normalise(text if tag is None else tag), tagged=True)
 
 
 @value(frozen=True, slots=True)
@@ -109,7 +109,7 @@ def detect(final_text: str, marker: Marker, *, prompt: str | None = None) -> Det
 
     ``prompt``, when given, lets lines that merely echo our instructions be ignored.
     """
-    text = _NEWLINE.sub("\n", final_text)
+    text = _unix_newlines(final_text)
     last = _last_line(text)
     if last is None:
         return _NOTHING
@@ -131,7 +131,7 @@ def detect_in_tracker(body: str, marker: Marker) -> Detection:
 
     A template that mentions the marker in its instructions therefore cannot end the loop.
     """
-    text = _NEWLINE.sub("\n", body)
+    text = _unix_newlines(body)
     last = _last_line(text)
     if last is None or _Fences(text).contain(last[0]):
         return _NOTHING
@@ -150,23 +150,49 @@ def _last_line(text: str) -> tuple[int, str] | None:
 def _echo_lines(prompt: str | None) -> frozenset[str]:
     if not prompt:
         return frozenset()
-    lines = _NEWLINE.sub("\n", prompt).split("\n")
+    lines = _unix_newlines(prompt).split("\n")
     return frozenset(filter(None, map(normalise, lines)))
 
 
 def _blocked(content: str) -> str | None:
-    """The reason of a normalised ``BLOCKED: reason`` declaration, else None."""
-    match = _BLOCKED.fullmatch(content)
-    if match is None:
+    """The reason of a normalised ``[WORKFLOW_]BLOCKED: reason`` declaration, else None."""
+    rest = content.removeprefix("WORKFLOW_")
+    if not rest.startswith("BLOCKED"):
         return None
-    return match.group(1).strip() or _NO_REASON
+    rest = rest[len("BLOCKED") :].lstrip(" ")
+    if not rest.startswith(":"):
+        return None
+    return rest[1:].strip() or _NO_REASON
+
+
+def _unix_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _inside(text: str, opening: str, closing: str) -> str | None:
+    """What lies between ``opening`` and ``closing`` if ``text`` is exactly that, else None."""
+    if len(text) < len(opening) + len(closing):
+        return None
+    if text.startswith(opening) and text.endswith(closing):
+        return text[len(opening) : len(text) - len(closing)]
+    return None
+
+
+def _inside_tag(text: str) -> str | None:
+    return _inside(text, _OPEN, _CLOSE)
+
+
+def _inside_comment(text: str) -> str | None:
+    return _inside(text, _COMMENT_OPEN, _COMMENT_CLOSE)
 
 
 def _line_declaration(line: str, marker: Marker | None, *, tags: bool) -> Detection | None:
     """Read a stripped last line: ``X``, ``<!-- X -->`` (and ``<promise>X</promise>`` if tags)."""
-    wrapped = _COMMENT.fullmatch(line) or (_WHOLE_TAG.fullmatch(line) if tags else None)
-    content = normalise(wrapped.group(1) if wrapped else line)
-    if wrapped and _TAG_TOKEN.search(content):
+    wrapped = _inside_comment(line)
+    if wrapped is None and tags:
+        wrapped = _inside_tag(line)
+    content = normalise(line if wrapped is None else wrapped)
+    if wrapped is not None and (_OPEN in content or _CLOSE in content):
         return None
     if (reason := _blocked(content)) is not None:
         return Detection(completed=False, blocked_reason=reason, evidence=line)
@@ -190,12 +216,15 @@ def _find_tags(text: str) -> list[tuple[int, int]]:
     """Spans of ``<promise>…</promise>``; a close pairs with the nearest unpaired open."""
     tags: list[tuple[int, int]] = []
     opened = -1
-    for token in _TAG_TOKEN.finditer(text):
-        if not token.group(1):
-            opened = token.start()
-        elif opened >= 0:
-            tags.append((opened, token.end()))
+    found = text.find(_TAG_NAME)
+    while found >= 0:
+        end = found + len(_TAG_NAME)
+        if found >= 1 and text[found - 1] == "<":
+            opened = found - 1
+        elif opened >= 0 and found >= 2 and text[found - 2 : found] == "</":
+            tags.append((opened, end))
             opened = -1
+        found = text.find(_TAG_NAME, end)
     return tags
 
 
@@ -220,21 +249,102 @@ def _negated_sentences(masked: str, tags: list[tuple[int, int]]) -> list[bool]:
     before: list[bool] = []
     negated, low = False, 0
     for start, end in tags:
-        if cut := _LAST_BOUNDARY.search(masked, low, start):
-            negated, low = False, cut.end()
-        negated = negated or _NEGATION.search(masked, low, start) is not None
+        if (cut := _last_boundary(masked, low, start)) >= 0:
+            negated, low = False, cut + 1
+        negated = negated or _has_negation(masked[low:start])
         before.append(negated)
         low = end
     result = before[:]
     negated, high = False, len(masked)
     for index in range(len(tags) - 1, -1, -1):
         start, end = tags[index]
-        if cut := _BOUNDARY.search(masked, end, high):
-            negated, high = False, cut.start()
-        negated = negated or _NEGATION.search(masked, end, high) is not None
+        if (cut := _first_boundary(masked, end, high)) >= 0:
+            negated, high = False, cut
+        negated = negated or _has_negation(masked[end:high])
         result[index] = before[index] or negated
         high = start
     return result
+
+
+def _last_boundary(text: str, low: int, high: int) -> int:
+    """The offset of the last sentence boundary in ``text[low:high]``, or -1."""
+    last = -1
+    for mark in _BOUNDARIES:  # each search only looks after the best offset so far
+        if (at := text.rfind(mark, max(low, last + 1), high)) >= 0:
+            last = at
+    return last
+
+
+def _first_boundary(text: str, low: int, high: int) -> int:
+    """The offset of the first sentence boundary in ``text[low:high]``, or -1."""
+    first = high
+    for mark in _BOUNDARIES:  # each search only looks before the best offset so far
+        if (at := text.find(mark, low, first)) >= 0:
+            first = at
+    return -1 if first == high else first
+
+
+def _has_negation(sentence: str) -> bool:
+    """Does ``sentence`` hold a negation or condition word (whole words, any case)?"""
+    if not sentence or sentence.isspace():
+        return False
+    folded = sentence.translate(_FOLD).lower()  # same length: the one 2-character case is mapped
+    if not _NEGATIONS.isdisjoint(folded.translate(_WORD_RUNS).split()):
+        return True
+    if any(
+        _is_whole_word(folded, at, 5) and _names_us(folded, at + 5)
+        for at in _find_all(folded, "after")
+    ):
+        return True
+    return any(
+        at >= 1 and folded[at - 1] == "n" and not _is_word_char(folded, at + 2)
+        for apostrophe in _APOSTROPHES
+        for at in _find_all(folded, apostrophe + "t")
+    )
+
+
+class _WordRuns(dict[int, int]):
+    """A ``str.translate`` table that blanks every character ``re`` does not count in ``\\w``."""
+
+    def __missing__(self, code: int) -> int:
+        char = chr(code)
+        self[code] = kept = code if char.isalnum() or char == "_" else ord(" ")
+        return kept
+
+
+_WORD_RUNS = _WordRuns()
+
+
+def _names_us(text: str, position: int) -> bool:
+    """Do whitespace, then the whole word "I" or "we", follow ``position``?"""
+    start = position
+    while start < len(text) and text[start].isspace():
+        start += 1
+    if start == position:
+        return False
+    return any(
+        text.startswith(whom, start) and not _is_word_char(text, start + len(whom))
+        for whom in _AFTER_WHOM
+    )
+
+
+def _find_all(text: str, needle: str) -> Iterator[int]:
+    at = text.find(needle)
+    while at >= 0:
+        yield at
+        at = text.find(needle, at + 1)
+
+
+def _is_whole_word(text: str, start: int, length: int) -> bool:
+    return not _is_word_char(text, start - 1) and not _is_word_char(text, start + length)
+
+
+def _is_word_char(text: str, position: int) -> bool:
+    """Is there a word character (``re``'s ``\\w``) at ``position``? None outside the text."""
+    if position < 0 or position >= len(text):
+        return False
+    char = text[position]
+    return char.isalnum() or char == "_"
 
 
 def _line_starts(text: str, tags: list[tuple[int, int]]) -> list[int]:
@@ -250,6 +360,17 @@ def _line_starts(text: str, tags: list[tuple[int, int]]) -> list[int]:
     return starts
 
 
+def _run_end(text: str, start: int, char: str) -> int:
+    """Where the run of ``char`` that begins at ``start`` ends (amortised linear, in C)."""
+    end, size = start, 64
+    while True:
+        chunk = text[end : end + size]
+        rest = chunk.lstrip(char)
+        if rest or len(chunk) < size:
+            return end + len(chunk) - len(rest)
+        end, size = end + size, size * 2
+
+
 class _Fences:
     """Fenced code blocks (``` or ~~~, any indent); an unclosed fence runs to the end."""
 
@@ -261,15 +382,24 @@ class _Fences:
         if "```" not in text and "~~~" not in text:
             return
         opening = ""
-        for line in _FENCE.finditer(text):
-            fence, rest = line.group(1), line.group(2)
+        end = -1
+        for line in text.split("\n"):
+            start, end = end + 1, end + 1 + len(line)
+            content = line.lstrip(" \t")
+            char = content[:1]
+            if char not in ("`", "~"):
+                continue
+            fence = content[: _run_end(content, 0, char)]
+            if len(fence) < 3:
+                continue
+            rest = content[len(fence) :]
             if not opening:
-                if not (fence[0] == "`" and "`" in rest):
+                if not (char == "`" and "`" in rest):
                     opening = fence
-                    self._starts.append(line.start())
-            elif fence[0] == opening[0] and len(fence) >= len(opening) and not rest.strip():
+                    self._starts.append(start)
+            elif char == opening[0] and len(fence) >= len(opening) and not rest.strip():
                 opening = ""
-                self._ends.append(line.end())
+                self._ends.append(end)
         if opening:
             self._ends.append(len(text))
 
@@ -280,7 +410,12 @@ class _Fences:
 
 def _code_spans(line: str, offset: int) -> list[tuple[int, int]]:
     """Inline code spans of one line: a backtick run closed by the next run of equal length."""
-    runs = [(run.start(), run.end()) for run in _BACKTICKS.finditer(line)]
+    runs: list[tuple[int, int]] = []
+    start = line.find("`")
+    while start >= 0:
+        end = _run_end(line, start, "`")
+        runs.append((start, end))
+        start = line.find("`", end)
     closer = [-1] * len(runs)
     seen: dict[int, int] = {}
     for index in range(len(runs) - 1, -1, -1):
@@ -342,6 +477,6 @@ class _Reading:
             end = len(self.text) if end < 0 else end
             line = normalise(self.text[start:end])
             echoed = line in self._echoes and line != self._exempt
-            quoted = _BLOCKQUOTE.match(self.text, start) is not None
+            quoted = self.text[start:end].lstrip(" \t").startswith(">")
             self._lines[start] = (echoed or quoted, _code_spans(self._masked[start:end], start))
         return self._lines[start]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ralphctl.domain import stoprules
+
 
 class LoopStatus(StrEnum):
     PENDING = "pending"
@@ -65,13 +67,15 @@ def transition(current: LoopStatus, target: LoopStatus) -> LoopStatus:
 
 
 class StopReason(StrEnum):
-    COMPLETION = "completion"
-    BLOCKED = "blocked"
-    MAX_ITERATIONS = "max_iterations"
-    MAX_RUNTIME = "max_runtime"
-    MAX_COST = "max_cost"
-    MAX_TOKENS = "max_tokens"
-    CIRCUIT_BREAKER = "circuit_breaker"
+    """Why a loop ended; the reasons of the stop rules are spelled in ``stoprules``."""
+
+    COMPLETION = stoprules.COMPLETION
+    BLOCKED = stoprules.BLOCKED
+    MAX_ITERATIONS = stoprules.MAX_ITERATIONS
+    MAX_RUNTIME = stoprules.MAX_RUNTIME
+    MAX_COST = stoprules.MAX_COST
+    MAX_TOKENS = stoprules.MAX_TOKENS
+    CIRCUIT_BREAKER = stoprules.CIRCUIT_BREAKER
     USER_STOP = "user_stop"
     INTERRUPTED = "interrupted"
     AGENT_UNAVAILABLE = "agent_unavailable"

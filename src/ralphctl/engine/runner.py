@@ -37,7 +37,6 @@ from ralphctl.domain.conditions import (
     Action,
     Decision,
     ExternalSignal,
-    Totals,
     evaluate,
     remaining,
 )
@@ -46,6 +45,7 @@ from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.events import EventType
 from ralphctl.domain.model import IterationResult, TokenUsage
 from ralphctl.domain.states import LoopStatus, StopReason, transition
+from ralphctl.domain.stoprules import Totals
 from ralphctl.domain.usage_limits import usage_warning
 from ralphctl.engine.assess import Assessment, assess, completion_claim
 from ralphctl.engine.checkpoint import create_checkpoint, is_git_work_tree
@@ -63,7 +63,7 @@ from ralphctl.engine.record import (
 )
 from ralphctl.engine.request import agent_request
 from ralphctl.engine.sentinels import read_sentinel
-from ralphctl.engine.statefile import check_state_file, render_state, write_state
+from ralphctl.engine.statefile import StateWriter, check_state_file, render_state
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 
 if TYPE_CHECKING:
@@ -152,6 +152,7 @@ class LoopRunner:
         self._unpriced_warned: set[str] = set()
         self._runtime_base = loop.runtime_s
         self._segment_start = time.monotonic()
+        self._state = StateWriter(self.workdir, self._state_failed)
 
     @property
     def stored(self) -> bool:
@@ -165,6 +166,12 @@ class LoopRunner:
 
     async def run(self) -> LoopRecord:
         """Run until a stop condition, a pause or an interrupt; return the final record."""
+        try:
+            return await self._run()
+        finally:
+            await self._state.flush()  # .ralph/state.json shows the end once the run returns
+
+    async def _run(self) -> LoopRecord:
         if self.stored:
             await self._begin()
         else:
@@ -473,7 +480,7 @@ class LoopRunner:
     async def _end(self, decision: Decision) -> LoopRecord:
         if decision is INTERRUPTED:
             if self.control.outcome is Interruption.SUSPEND:
-                return self._suspend()
+                return await self._suspend()
             decision = _INTERRUPT_DECISIONS[self.control.outcome]
         if decision.action is Action.PAUSE:
             status, reason = LoopStatus.PAUSED, None
@@ -483,7 +490,7 @@ class LoopRunner:
         transition(self.loop.status, status)
         if self._checkpoints and self.loop.iteration:
             await self._checkpoint(self.loop.iteration)
-        self.loop = self.store.save_loop(
+        await self._settle_state(
             replace(
                 self.loop,
                 status=status,
@@ -499,17 +506,21 @@ class LoopRunner:
             {"status": str(status), "reason": reason and str(reason), "detail": decision.detail},
         )
         self._publish(_END_EVENT[status], {"reason": reason and str(reason), **self._summary()})
-        self._write_state()
         return self.loop
 
-    def _suspend(self) -> LoopRecord:
+    async def _suspend(self) -> LoopRecord:
         """Leave the loop active with no runner: the next runner continues where it stands."""
-        self.loop = self.store.save_loop(
-            replace(self.loop, runtime_s=self._runtime(), runner_pid=None)
-        )
+        await self._settle_state(replace(self.loop, runtime_s=self._runtime(), runner_pid=None))
         self._publish(EventType.SUSPENDED, {"status": str(self.loop.status), **self._summary()})
-        self._write_state()
         return self.loop
+
+    async def _settle_state(self, ended: LoopRecord) -> None:
+        """Write the state file of ``ended``, then store it: once another runner may take the
+        loop over, this one writes nothing more and has nothing left to wait for."""
+        self.loop = ended
+        self._write_state()
+        await self._state.flush()
+        self.loop = self.store.save_loop(ended)
 
     def _pause_after(self, result: IterationResult) -> float:
         """The cooldown, stretched after errors: 2^n seconds (capped) for the n-th in a row."""
@@ -601,13 +612,11 @@ class LoopRunner:
             self.observer.on_agent_event(n, event)
 
     def _write_state(self) -> None:
-        try:
-            write_state(self.workdir, render_state(self.loop, self._history))
-        except OSError as exc:
-            self._publish(
-                EventType.WARNING,
-                {"message": f"cannot write .ralph/state.json: {exc.strerror or exc}"},
-            )
+        self._state.submit(render_state(self.loop, self._history))
+
+    def _state_failed(self, exc: OSError) -> None:
+        message = f"cannot write .ralph/state.json: {exc.strerror or exc}"
+        self._publish(EventType.WARNING, {"message": message})
 
 
 _END_EVENT = {

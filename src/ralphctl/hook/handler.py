@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ralphctl.hook.frontmatter import Scalar
     from ralphctl.hook.locate import Found
     from ralphctl.hook.record import StopRecord
-    from ralphctl.hook.stop import Outcome
+    from ralphctl.hook.stop import LoopState, Outcome
     from ralphctl.hook.stopinput import StopEvent
     from ralphctl.hook.tracker import Tracker
 
@@ -157,19 +157,17 @@ class StopRun:
     def _decide(self, found: Found, event: StopEvent, session: str) -> Decided | None:
         """Read, decide and write back, under the tracker's lock."""
         from ralphctl.hook.clock import iso
-        from ralphctl.hook.legacy import legacy_state
         from ralphctl.hook.lock import FileLock
-        from ralphctl.hook.state import CorruptTracker, loop_state
+        from ralphctl.hook.state import CorruptTracker
         from ralphctl.hook.stop import decide
         from ralphctl.hook.tracker import load, new_loop_id, save_fields
-        from ralphctl.hook.transcript import last_assistant_text
 
         with FileLock(found.lock):
             tracker = load(found.path, legacy=found.legacy)
             if tracker is None or not _applies(found, tracker.fields, session):
                 return None
             try:
-                state = legacy_state(tracker) if found.legacy else loop_state(tracker, self.now)
+                state = _state(found, tracker, self.now)
             except CorruptTracker as exc:
                 warn(f"{found.path} is corrupt ({exc}): deactivating it", self.project)
                 broken: dict[str, Scalar] = {
@@ -182,6 +180,8 @@ class StopRun:
                 return None
             final_text = event.final_text
             if final_text is None:  # CLIs before 2.1.47: the transcript, which may lag
+                from ralphctl.hook.transcript import last_assistant_text
+
                 final_text = last_assistant_text(event.transcript_path)
             outcome = decide(
                 state, final_text, stop_hook_active=event.stop_hook_active, now=iso(self.now)
@@ -237,6 +237,17 @@ class Decided:
         self.outcome = outcome
         self.iteration = iteration
         self.final_text = final_text
+
+
+def _state(found: Found, tracker: Tracker, now: float) -> LoopState:
+    """The loop as the decision sees it, from our tracker or the official plugin's."""
+    if found.legacy:
+        from ralphctl.hook.legacy import legacy_state
+
+        return legacy_state(tracker)
+    from ralphctl.hook.state import loop_state
+
+    return loop_state(tracker, now)
 
 
 def _applies(found: Found, fields: dict[str, Scalar], session: str) -> bool:

@@ -12,8 +12,8 @@ user's file.
 from __future__ import annotations
 
 from ralphctl.domain import defaults
-from ralphctl.domain.conditions import Budgets, Totals
 from ralphctl.domain.markers import promise
+from ralphctl.domain.stoprules import Budgets, Totals
 from ralphctl.hook.state import CorruptTracker, optional_int, optional_str, required_int
 from ralphctl.hook.stop import LoopState
 from ralphctl.hook.tracker import Tracker

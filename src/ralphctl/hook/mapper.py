@@ -8,9 +8,8 @@ an empty one, and it is the agent's next instruction).
 
 from __future__ import annotations
 
-import json
-
 from ralphctl.domain.defaults import CONTINUE_MESSAGE
+from ralphctl.hook.jsonio import dumps
 from ralphctl.hook.stop import Intent, StopBlock
 
 FORMATS = ("claude", "codex", "gemini")
@@ -33,4 +32,4 @@ def render(intent: Intent | None, output_format: str) -> str | None:
         document["reason"] = intent.reason.strip() or CONTINUE_MESSAGE
     if intent.system_message:
         document["systemMessage"] = intent.system_message
-    return json.dumps(document) if document else None
+    return dumps(document) if document else None

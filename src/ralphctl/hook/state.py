@@ -7,8 +7,8 @@ the loop and lets the agent stop, rather than guess.
 from __future__ import annotations
 
 from ralphctl.domain import defaults
-from ralphctl.domain.conditions import Budgets, Totals
 from ralphctl.domain.markers import parse_marker
+from ralphctl.domain.stoprules import Budgets, Totals
 from ralphctl.hook.clock import epoch
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.stop import LoopState

@@ -4,17 +4,18 @@ Plain ``__slots__`` classes rather than dataclasses: each dataclass costs about 
 millisecond to create at import, and this module is on the Stop hook's hot path.
 
 The seed's flow on top of the brain: an inactive or missing loop is handled before we get
-here; then ``domain.conditions.evaluate`` decides with the same rules as fresh mode
+here; then ``domain.stoprules.first_stop`` decides with the rules of fresh mode
 (completion, blocked, iterations, runtime, cost, tokens; the first that fires wins), so a
 promise kept on the last allowed iteration still counts as completion. Otherwise the
-iteration counter moves on and the stop is blocked.
+iteration counter moves on and the stop is blocked. Reasons are ``StopReason`` values as
+plain strings: ``enum`` is not imported on the hook's path.
 """
 
 from __future__ import annotations
 
-from ralphctl.domain.conditions import Budgets, Decision, Totals, evaluate
+from ralphctl.domain import stoprules
 from ralphctl.domain.markers import Detection, Marker, detect, detect_in_tracker
-from ralphctl.domain.states import StopReason
+from ralphctl.domain.stoprules import Budgets, Totals, first_stop
 from ralphctl.hook.frontmatter import Scalar
 
 BLOCK = "block"
@@ -111,6 +112,19 @@ class LoopState:
         self.note = note  # added to every system message (e.g. a capped legacy budget)
 
 
+class Ended:
+    """Why a loop ended: a ``StopReason`` value and its detail."""
+
+    __slots__ = ("detail", "reason")
+
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+
+    def __repr__(self) -> str:
+        return f"Ended({self.reason!r}, {self.detail!r})"
+
+
 class Outcome:
     """The intent, the frontmatter changes that record it, and why the loop ended (if so)."""
 
@@ -121,7 +135,7 @@ class Outcome:
         intent: Intent,
         changes: dict[str, Scalar],
         detection: Detection,
-        ended: Decision | None = None,
+        ended: Ended | None = None,
         cap_override: bool = False,
     ) -> None:
         self.intent = intent
@@ -148,7 +162,7 @@ def decide(state: LoopState, final_text: str, *, stop_hook_active: bool, now: st
         notes.append(CAP_NOTE)
     detection = _detect(state, final_text)
     totals = state.totals
-    decision = evaluate(
+    fired = first_stop(
         Totals(
             iterations=state.iteration,
             runtime_s=totals.runtime_s,
@@ -160,15 +174,16 @@ def decide(state: LoopState, final_text: str, *, stop_hook_active: bool, now: st
         completed=detection.completed,
         blocked_reason=detection.blocked_reason,
     )
-    if decision.reason is not None:
+    if fired is not None:
+        ended = Ended(*fired)
         changes |= {
             "active": False,
             "last_decision": ALLOW,
-            "ended_reason": str(decision.reason),
+            "ended_reason": ended.reason,
             "ended_at": now,
         }
-        message = _join(_ended_message(state, decision), notes)
-        return Outcome(Allow(message), changes, detection, decision, cap_override)
+        message = _join(_ended_message(state, ended), notes)
+        return Outcome(Allow(message), changes, detection, ended, cap_override)
     following = state.iteration + 1
     changes |= {"iteration": following, "last_decision": BLOCK}
     progress = f"Ralph iteration {following}{_of(state.budgets)}"
@@ -192,15 +207,15 @@ def _of(budgets: Budgets) -> str:
     return "" if budgets.max_iterations is None else f"/{budgets.max_iterations}"
 
 
-def _ended_message(state: LoopState, decision: Decision) -> str:
+def _ended_message(state: LoopState, ended: Ended) -> str:
     n = state.iteration
-    if decision.reason is StopReason.COMPLETION:
+    if ended.reason == stoprules.COMPLETION:
         return f"Ralph loop complete at iteration {n}{_of(state.budgets)}."
-    if decision.reason is StopReason.BLOCKED:
-        return f"Ralph loop blocked at iteration {n}: {decision.detail}"
-    if decision.reason is StopReason.MAX_ITERATIONS:
+    if ended.reason == stoprules.BLOCKED:
+        return f"Ralph loop blocked at iteration {n}: {ended.detail}"
+    if ended.reason == stoprules.MAX_ITERATIONS:
         return f"Ralph loop stopped: max iterations ({state.budgets.max_iterations}) reached."
-    return f"Ralph loop stopped at iteration {n}: {decision.reason} {decision.detail}."
+    return f"Ralph loop stopped at iteration {n}: {ended.reason} {ended.detail}."
 
 
 def _join(message: str, notes: list[str]) -> str:

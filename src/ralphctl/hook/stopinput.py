@@ -52,10 +52,10 @@ def parse(raw: bytes) -> StopEvent:
         raise StopInputError(f"stdin is larger than {MAX_INPUT_BYTES} bytes")
     if not raw.strip():
         raise StopInputError("stdin is empty")
-    import json
+    from ralphctl.hook.jsonio import loads
 
     try:
-        data = json.loads(raw)
+        data = loads(raw)
     except (ValueError, RecursionError) as exc:
         raise StopInputError(f"stdin is not JSON ({exc})") from None
     if not isinstance(data, dict):

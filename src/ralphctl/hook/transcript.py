@@ -7,8 +7,9 @@ Claude Code writes each content block of an assistant message as its own line, a
 
 from __future__ import annotations
 
-import json
 import os
+
+from ralphctl.hook.jsonio import loads
 
 #: How much of the transcript's end is read for the final message.
 TAIL_BYTES = 2 * 1024 * 1024
@@ -61,17 +62,20 @@ def may_have_armed(path: str | None, token: str, armed_at: float) -> bool:
 
 
 def _newest_timestamp(tail: bytes) -> float | None:
+    moments = [_timestamp(line) for line in tail.rstrip(b"\n").split(b"\n")[-NEWEST_OF_LINES:]]
+    return max((moment for moment in moments if moment is not None), default=None)
+
+
+def _timestamp(line: bytes) -> float | None:
+    """The ``timestamp`` of one transcript line, if it has a valid one."""
     from ralphctl.hook.clock import epoch
 
-    newest = None
-    for line in tail.rstrip(b"\n").split(b"\n")[-NEWEST_OF_LINES:]:
-        try:
-            record = json.loads(line)
-            moment = epoch(record["timestamp"])
-        except (ValueError, RecursionError, TypeError, KeyError):
-            continue
-        newest = moment if newest is None else max(newest, moment)
-    return newest
+    try:
+        record = loads(line)
+        stamp = record.get("timestamp") if isinstance(record, dict) else None
+        return epoch(stamp) if isinstance(stamp, str) else None
+    except (ValueError, RecursionError):
+        return None
 
 
 def _tail(path: str | None, limit: int) -> bytes | None:
@@ -92,7 +96,7 @@ def _assistant_message(line: bytes) -> dict[str, object] | None:
     if b'"assistant"' not in line:
         return None
     try:
-        record = json.loads(line)
+        record = loads(line)
     except (ValueError, RecursionError):
         return None
     if not isinstance(record, dict) or record.get("type") != "assistant":
