@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import sys
+import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +18,8 @@ from ralphctl.store.repository import Store
 from tests.pg import create_schema, find_bin_dir, postgres_server
 
 pytest_plugins = ["tests.realcli.fixtures"]
+
+FAKE_CLAUDE = Path(__file__).with_name("hookmode") / "fake_claude.py"
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +60,26 @@ def store(store_url: str) -> Iterator[Store]:
     """An open store on an empty database, once per backend."""
     with Store.open(store_url) as opened:
         yield opened
+
+
+@pytest.fixture
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Path]]:
+    """``claude`` is the scripted stand-in (tests/hookmode/fake_claude.py), for hook-mode runs
+    in this process: ``fake_claude(run, ...)`` scripts the runs of the ``claude`` processes
+    started, each playing the next; returns the file that counts the runs begun."""
+    wrapper = tmp_path / "claude"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_CLAUDE}" "$@"\n')
+    wrapper.chmod(0o755)
+    script = tmp_path / "script.json"
+    runtime = tempfile.mkdtemp(prefix="rh-")  # short: a Unix socket path is ~100 bytes at most
+    monkeypatch.setenv("RALPHCTL_CLAUDE_BIN", str(wrapper))
+    monkeypatch.setenv("FAKE_CLAUDE_SCRIPT", str(script))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
+    monkeypatch.delenv("RALPHCTL_HOOK_SOCKET", raising=False)
+
+    def play(*runs: list[dict[str, Any]]) -> Path:
+        script.write_text(json.dumps(list(runs)))
+        return script.with_suffix(".played")
+
+    yield play
+    shutil.rmtree(runtime, ignore_errors=True)

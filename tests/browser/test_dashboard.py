@@ -94,6 +94,25 @@ def test_pause_via_the_button_changes_the_state(page, server, new_workdir):
     assert server.get(f"/api/loops/{loop['id']}")["status"] == "paused"
 
 
+def test_a_hook_mode_loop_offers_stop_but_neither_pause_nor_resume(
+    page, server, new_workdir, fake_claude
+):
+    fake_claude([{"text": "thinking", "sleep_s": 60}])
+    body = {"task": "Write the notes.", "workdir": str(new_workdir()), "mode": "hook"}
+    loop = server.post("/api/loops", body)
+    open_dashboard(page, server, f"/loops/{loop['id']}")
+    header = page.locator(".loop-header h1 .badge")
+    expect(header).to_have_text("running")
+    for action in ("pause", "pause?now=true"):
+        expect(page.locator(f'button[data-action="{action}"]')).to_be_disabled()
+
+    page.click('button[data-action="stop"]')
+
+    expect(header).to_have_text("stopped")
+    expect(page.locator('button[data-action="resume"]')).to_be_disabled()
+    assert server.get(f"/api/loops/{loop['id']}")["stop_reason"] == "user_stop"
+
+
 def test_the_charts_render(page, server, new_workdir):
     loop = start(server, new_workdir(), STEP, STEP, STEP, DONE, max_cost_usd=1)
     wait_until(lambda: server.get(f"/api/loops/{loop['id']}")["status"] == "completed")

@@ -12,6 +12,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -243,3 +244,42 @@ def test_with_a_server_the_commands_go_through_its_manager(env, server, tmp_path
     wait_for(lambda: status(queued["id"]) == "completed")  # it took the freed slot
     stats = as_json(ralphctl("loops", "stats", "--json", env=env))
     assert (stats["total_active"], stats["running"]) == (0, 0)
+
+
+def test_without_a_server_a_hook_mode_loop_runs_its_session_in_the_foreground(
+    env, workdir, tmp_path
+):
+    wrapper = tmp_path / "claude"
+    fake = Path(__file__).parents[1] / "hookmode" / "fake_claude.py"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{fake}" "$@"\n')
+    wrapper.chmod(0o755)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([[{"text": "one"}, {"text": "two"}]]))
+    with tempfile.TemporaryDirectory(prefix="rh-") as runtime:  # short socket paths
+        env |= {
+            "RALPHCTL_CLAUDE_BIN": str(wrapper),
+            "FAKE_CLAUDE_SCRIPT": str(script),
+            "XDG_RUNTIME_DIR": runtime,
+        }
+        base = ["loops", "start", "--mode", "hook", "--task", "Write the notes."]
+        refused = ralphctl(*base, "--workdir", str(workdir), "--cooldown=0", env=env)
+        started = ralphctl(*base, "--workdir", str(workdir), "-n", "2", "--json", env=env)
+    assert refused.returncode == 2
+    assert "--cooldown: not available with --mode hook" in refused.stderr
+    assert started.returncode == 1, started.stderr  # a limit ended it
+    assert "no server is running" in started.stderr
+    summary = json.loads(started.stdout)
+    assert (summary["status"], summary["stop_reason"], summary["iterations"]) == (
+        "stopped",
+        "max_iterations",
+        2,
+    )
+    (loop,) = as_json(ralphctl("loops", "ls", "--json", env=env))
+    assert (loop["mode"], loop["agent"]) == ("hook", "claude")
+    assert iterations(env) == [(1, "ok"), (2, "ok")]
+
+
+def test_an_unknown_mode_is_a_usage_error(env, workdir):
+    refused = ralphctl("loops", "start", "--mode", "dreamy", "-t", "x", "-C", str(workdir), env=env)
+    assert refused.returncode == 2
+    assert "--mode dreamy: use fresh or hook" in refused.stderr

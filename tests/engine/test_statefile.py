@@ -1,11 +1,16 @@
+import asyncio
 import json
 import os
+import threading
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
 from ralphctl.domain.states import LoopStatus
+from ralphctl.engine import statefile
 from ralphctl.engine.statefile import (
+    StateWriter,
     check_state_file,
     ralph_dir,
     render_state,
@@ -98,3 +103,42 @@ def test_a_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
         write_state(tmp_path, render_state(LOOP, []))
     assert len(json.loads(state_path(tmp_path).read_text())["history"]) == 1
     assert sorted(os.listdir(tmp_path / ".ralph")) == [".gitignore", "state.json"]
+
+
+def test_the_writer_writes_in_a_worker_thread_and_the_newest_document_wins(tmp_path, monkeypatch):
+    written: list[tuple[int, bool]] = []
+
+    def recording(workdir, document):
+        written.append((document["iteration"], threading.current_thread() is main))
+        write_state(workdir, document)
+
+    main = threading.current_thread()
+    problems: list[OSError] = []
+    monkeypatch.setattr(statefile, "write_state", recording)
+
+    async def scenario() -> None:
+        writer = StateWriter(tmp_path, problems.append)
+        for n in range(1, 4):  # submitted while none is written yet: only the last one is
+            writer.submit(render_state(replace(LOOP, iteration=n), []))
+        await writer.flush()
+        writer.submit(render_state(replace(LOOP, iteration=4), []))
+        await writer.flush()
+
+    asyncio.run(scenario())
+    assert problems == []
+    assert written == [(3, False), (4, False)]
+    assert json.loads(state_path(tmp_path).read_text())["iteration"] == 4
+
+
+def test_a_write_the_writer_cannot_do_is_reported_to_its_owner(tmp_path):
+    (tmp_path / ".ralph").write_text("a file where the directory should be")
+    problems: list[OSError] = []
+
+    async def scenario() -> None:
+        writer = StateWriter(tmp_path, problems.append)
+        writer.submit(render_state(LOOP, []))
+        await writer.flush()
+
+    asyncio.run(scenario())
+    assert len(problems) == 1
+    assert isinstance(problems[0], FileExistsError)

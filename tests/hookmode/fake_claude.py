@@ -8,7 +8,8 @@ played is kept next to it). A run is a list of turns; a turn is an object:
 - ``text``: the assistant's final text of the turn; then the Stop hook runs;
 - ``"alone": true``: this Stop's hook cannot reach the runner (decides locally);
 - ``"twice": true``: the hook runs twice for this Stop, as with two registrations;
-- ``"error": true``: the API fails, the run ends with an error result (exit 1).
+- ``"error": true``: the API fails, the run ends with an error result (exit 1);
+- ``"sleep_s": S``: the model takes S seconds before it answers (time to stop it).
 
 A run that ends while the hook still blocks ends like Claude Code's block cap: ``result: ""``.
 Every turn costs 1000 input and 100 output tokens ($0.006 at claude-opus-5-5's prices).
@@ -20,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ def main() -> int:
     for n, turn in enumerate(turns):
         if turn.get("error"):
             return finish(session, "API Error: 529 overloaded", cost, error=True)
+        time.sleep(turn.get("sleep_s", 0))
         cost += TURN_COST
         emit(assistant(f"msg_{index}_{n}", turn["text"], session))
         stop = {

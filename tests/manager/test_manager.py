@@ -263,7 +263,8 @@ def test_a_resumed_loop_needs_a_free_slot(db, new_workdir):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"mode": "hook"}, "fresh-context loops only"),
+        ({"mode": "dreamy"}, "mode 'dreamy': use fresh or hook"),
+        ({"mode": "hook"}, "hook runs Claude Code only, not the scripted agent"),
         ({"task": "  "}, "the task is empty"),
         ({"workflow": "no-such-workflow"}, "no-such-workflow"),
     ],

@@ -63,7 +63,8 @@ def test_the_work_dirs_ralphctl_toml_supplies_what_the_body_leaves_out(client, n
         ({"config": {"bogus": 1}}, "bogus (from flag): unknown setting"),
         ({"config": {"cooldown": "soon"}}, "cooldown (from flag): 'soon' is not a duration"),
         ({"agent": "nope"}, "unknown agent 'nope'"),
-        ({"mode": "hook"}, "the manager runs fresh-context loops only"),
+        ({"mode": "hook"}, "cooldown, checkpoint_interval, script: not available in hook mode"),
+        ({"mode": "hook", "config": {}, "script": None}, "hook runs Claude Code only"),
         ({"workflow": "no-such-workflow"}, "no-such-workflow"),
     ],
 )
@@ -145,6 +146,25 @@ def test_pausing_a_paused_loop_is_a_409(client, new_workdir):
 
     assert response.status_code == 409
     assert response.json()["detail"].startswith("cannot go from paused to paused")
+
+
+def test_a_hook_mode_loop_can_be_stopped_but_pause_and_resume_are_409s(
+    client, new_workdir, fake_claude
+):
+    fake_claude([{"text": "one", "sleep_s": 60}])
+    body = {"task": "Write the notes.", "workdir": str(new_workdir()), "mode": "hook"}
+    loop = start(client, body)
+
+    paused = client.post(f"/api/loops/{loop['id']}/pause")
+    stopped = client.post(f"/api/loops/{loop['id']}/stop").json()
+    resumed = client.post(f"/api/loops/{loop['id']}/resume")
+
+    assert (loop["mode"], loop["agent"], loop["status"]) == ("hook", "claude", "running")
+    assert paused.status_code == 409
+    assert "a hook-mode loop is one Claude Code session" in paused.json()["detail"]
+    assert (stopped["status"], stopped["stop_reason"]) == ("stopped", "user_stop")
+    assert resumed.status_code == 409
+    assert "cannot be entered again" in resumed.json()["detail"]
 
 
 def test_a_second_loop_in_a_busy_work_dir_is_a_409(client, new_workdir):

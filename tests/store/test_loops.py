@@ -112,6 +112,17 @@ def test_the_list_can_be_filtered_by_status(store: Store) -> None:
     assert store.list_loops(statuses=[]) == []
 
 
+def test_the_list_can_be_filtered_by_work_dir(store: Store) -> None:
+    store.create_loop(new_loop("loop-a", status=LoopStatus.RUNNING, workdir="/w/a"))
+    store.create_loop(new_loop("loop-b", status=LoopStatus.RUNNING, workdir="/w/b"))
+    store.create_loop(new_loop("loop-a-done", status=LoopStatus.COMPLETED, workdir="/w/a"))
+
+    in_a = store.list_loops(statuses={LoopStatus.RUNNING}, workdir="/w/a")
+
+    assert [loop.id for loop in in_a] == ["loop-a"]
+    assert store.list_loops(workdir="/w/c") == []
+
+
 def test_saving_writes_back_every_mutable_field(store: Store) -> None:
     created = store.create_loop(new_loop("loop-save"))
     changed = ended_loop("loop-save")

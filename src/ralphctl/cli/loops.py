@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from dataclasses import asdict, replace
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +26,7 @@ from ralphctl.cli.common import UsageError, console, err_console, fail, open_sto
 from ralphctl.cli.ui import STATUS_STYLE, format_duration, format_tokens
 from ralphctl.domain.conditions import ExternalSignal
 from ralphctl.domain.states import EXIT_FAILED, EXIT_USAGE, IllegalTransition, LoopStatus
-from ralphctl.engine.loops import new_loop
+from ralphctl.engine.loops import default_name, new_loop
 from ralphctl.settings import resolve_loop_config
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ def start_command(
         None, "--gate", help="A command that must pass before completion counts (repeatable)."
     ),
     name: str | None = typer.Option(None, "--name", help="A name for the loop."),
+    mode: str = run.MODE,
     workflow: str | None = typer.Option(
         None, "--workflow", "-w", help="Run an installed workflow; the task is its input."
     ),
@@ -78,18 +80,25 @@ def start_command(
     db: str | None = DB,
     json_out: bool = JSON,
 ) -> None:
-    """Start a loop: on the server (queued as pending when it is full), else in the foreground."""
+    """Start a loop: on the server (queued as pending when it is full), else in the foreground.
+
+    --mode hook runs one Claude Code session kept going by its Stop hook: it can be stopped,
+    not paused, and not resumed once it has run (docs/manager.md).
+    """
     text = run._task_text(None, task, task_file)
     root = run._workdir(workdir)
+    run.check_mode(mode)
     overrides = {k: v for k, v in run._overrides(locals()).items() if v is not None}
     client = _client(db)
     if client is None:
-        _start_here(text, root, overrides, name, workflow, worktree, db, json_out)
+        start = _start_hook_here if mode == "hook" else _start_here
+        start(text, root, overrides, name, workflow, worktree, db, json_out)
         return
     body = {
         "task": text,
         "workdir": str(root),
         "name": name,
+        "mode": mode,
         "workflow": workflow,
         "queue": not no_queue,
         "worktree": worktree,
@@ -240,12 +249,8 @@ def _start_here(
     adapter = run._adapter(config, root)
     run._check_agent(adapter)
     store = open_store(db)
-    other = None if worktree else active_loop_in(store, root)
-    if other is not None:
-        raise UsageError(
-            f"loop {other.id} ({other.status}) already works in {root}: stop it, or start "
-            "this one with --worktree"
-        )
+    if not worktree:
+        _refuse_busy(active_loop_in(store, root), root)
     loop = new_loop(text, root, config, name=name)
     if workflow:
         loop = replace(loop, task=render_workflow(workflow, text), workflow=workflow)
@@ -260,6 +265,53 @@ def _start_here(
     raise typer.Exit(code)
 
 
+def _start_hook_here(
+    text: str,
+    root: Path,
+    overrides: dict[str, Any],
+    name: str | None,
+    workflow: str | None,
+    worktree: bool,
+    db: str | None,
+    json_out: bool,
+) -> None:
+    """A hook-mode loop in the foreground, as `ralphctl run --mode hook` runs it."""
+    from ralphctl.engine.manager import active_loop_in
+
+    layer = None
+    if workflow is not None:
+        text, layer = run._workflow_layer(workflow, text)
+    config = resolve_loop_config(root, overrides, extra=layer).config
+    loop_id = uuid.uuid4().hex[:12]
+    if worktree:
+        root = _add_worktree(root, loop_id)
+    else:
+        _refuse_busy(active_loop_in(open_store(db), root), root)
+    err_console.print("no server is running: the loop runs in the foreground (Ctrl-C stops it)")
+    code = run.run_hook_mode(
+        text,
+        root,
+        config,
+        overrides,
+        workflow=workflow,
+        name=name or default_name(text),
+        db=db,
+        dry_run=False,
+        quiet=False,
+        json_out=json_out,
+        loop_id=loop_id,
+    )
+    raise typer.Exit(code)
+
+
+def _refuse_busy(other: LoopRecord | None, root: Path) -> None:
+    if other is not None:
+        raise UsageError(
+            f"loop {other.id} ({other.status}) already works in {root}: stop it, or start "
+            "this one with --worktree"
+        )
+
+
 def _add_worktree(root: Path, loop_id: str) -> Path:
     from ralphctl.engine.checkpoint import GitError
     from ralphctl.engine.worktree import add_worktree
@@ -271,11 +323,11 @@ def _add_worktree(root: Path, loop_id: str) -> Path:
 
 
 def _control_here(loop_id: str, signal: ExternalSignal, db: str | None, json_out: bool) -> None:
-    from ralphctl.engine.control import control_directly
+    from ralphctl.engine.control import UnsupportedControl, control_directly
 
     try:
         loop, asked = control_directly(open_store(db), loop_id, signal)
-    except IllegalTransition as exc:
+    except (IllegalTransition, UnsupportedControl) as exc:
         raise UsageError(str(exc)) from None
     if json_out:
         _print_json(_loop_json(loop))

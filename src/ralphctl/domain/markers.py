@@ -5,8 +5,8 @@ assistant text is examined, and only a deliberate declaration counts:
 
 - tagged marker (``<promise>TEXT</promise>``): the last *valid* tag is the agent's final word.
   A tag is invalid inside a fenced block or inline code, directly quoted, on a ``>`` quote
-  line, in a sentence with a negation or condition (``_NEGATION``), or on a line that echoes
-  the prompt. Text without a tag never matches.
+  line, in a sentence with a negation or condition word (``_NEGATIONS``), or on a line that
+  echoes the prompt. Text without a tag never matches.
 - plain marker (``RALPH_DONE``, ``<!-- WORKFLOW_COMPLETE -->``): only the last non-empty line.
 - blocked: ``BLOCKED: reason`` as a tag or as the last non-empty line; whichever of the
   declarations comes last wins.
@@ -291,9 +291,10 @@ def _has_negation(sentence: str) -> bool:
     folded = sentence.translate(_FOLD).lower()  # same length: the one 2-character case is mapped
     if not _NEGATIONS.isdisjoint(folded.translate(_WORD_RUNS).split()):
         return True
+    after = "after"
     if any(
-        _is_whole_word(folded, at, 5) and _names_us(folded, at + 5)
-        for at in _find_all(folded, "after")
+        _is_whole_word(folded, at, len(after)) and _names_us(folded, at + len(after))
+        for at in _find_all(folded, after)
     ):
         return True
     return any(

@@ -26,6 +26,21 @@ if TYPE_CHECKING:  # the store's import is heavy; `ralphctl run` imports this mo
 
 _END_EVENT = {LoopStatus.PAUSED: EventType.PAUSED, LoopStatus.STOPPED: EventType.STOPPED}
 _TARGET = {ExternalSignal.PAUSE: LoopStatus.PAUSED, ExternalSignal.STOP: LoopStatus.STOPPED}
+NO_PAUSE = (
+    "a hook-mode loop is one Claude Code session, which cannot be paused and picked up "
+    "again: stop it instead"
+)
+
+
+class UnsupportedControl(ValueError):
+    """A request the loop's mode cannot honour (pausing a hook-mode loop, or resuming one
+    whose session has run)."""
+
+
+def check_pausable(loop: LoopRecord) -> None:
+    """UnsupportedControl for a hook-mode loop."""
+    if loop.mode == "hook":
+        raise UnsupportedControl(f"loop {loop.id}: {NO_PAUSE}")
 
 
 def runner_alive(loop: LoopRecord) -> bool:
@@ -65,17 +80,24 @@ def clear_sentinels(workdir: Path) -> list[ExternalSignal]:
 
 
 def settle(
-    store: Store, loop: LoopRecord, status: LoopStatus, detail: str
+    store: Store,
+    loop: LoopRecord,
+    status: LoopStatus,
+    detail: str,
+    *,
+    why: StopReason = StopReason.USER_STOP,
 ) -> tuple[LoopRecord, list[EventRecord]]:
-    """Pause or stop a loop that no runner runs; returns it and the events recorded.
+    """Pause or stop (for the reason ``why``) a loop that no runner runs; returns it and the
+    events recorded.
 
-    Iterations its last runner left running are marked interrupted (and counted).
-    Raises IllegalTransition when the state machine forbids the move.
+    Iterations its last runner left running are marked interrupted (and counted); a
+    stopped hook-mode loop's tracker is deactivated. Raises IllegalTransition when the state
+    machine forbids the move.
     """
     transition(loop.status, status)
     leftovers = store.interrupt_running_iterations(loop.id)
     stopped = status is LoopStatus.STOPPED
-    reason = StopReason.USER_STOP if stopped else None
+    reason = why if stopped else None
     loop = store.save_loop(
         replace(
             loop,
@@ -102,6 +124,10 @@ def settle(
             (str(_END_EVENT[status]), {"reason": reason_text, **summary}),
         ],
     )
+    if loop.mode == "hook" and reason is not None:
+        from ralphctl.engine.hookmode.managed import end_session  # only hook mode needs it
+
+        end_session(loop, reason)
     return loop, events
 
 
@@ -116,6 +142,8 @@ def control_directly(
     loop = store.get_loop(loop_id)
     target = _TARGET[signal]
     transition(loop.status, target)
+    if signal is ExternalSignal.PAUSE:
+        check_pausable(loop)
     if loop.status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED) and runner_alive(loop):
         write_sentinel(Path(loop.workdir), signal)
         runner = f"process {loop.runner_pid} on {loop.runner_host}"

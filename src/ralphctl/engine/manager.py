@@ -1,6 +1,8 @@
-"""``LoopManager``: many fresh-context loops in one process, with a concurrency limit.
+"""``LoopManager``: many loops in one process, with a concurrency limit.
 
-Each running loop is a ``LoopRunner`` task. Beyond ``max_concurrent`` new loops wait as
+Each running loop is a runner task: a ``LoopRunner`` (fresh context) or a ``HookLoopRunner``
+(one Claude Code session kept going by its Stop hook, which cannot pause nor be resumed once
+its session has run: ``docs/manager.md``). Beyond ``max_concurrent`` new loops wait as
 pending and start first-come first-served as slots free. Every state change is validated by
 the state machine (``IllegalTransition`` otherwise), stored, then published to subscribers.
 The database is the memory: a manager that crashes or shuts down is replaced by a new one
@@ -24,10 +26,21 @@ from ralphctl.agents.base import AgentAdapter, AgentUnavailable
 from ralphctl.domain.conditions import ExternalSignal
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.events import EventType
-from ralphctl.domain.states import LoopStatus, transition
+from ralphctl.domain.states import LoopStatus, StopReason, transition
 from ralphctl.engine.bus import EventBus, Subscription
 from ralphctl.engine.checkpoint import GitError
-from ralphctl.engine.control import clear_sentinels, runner_alive, settle, write_sentinel
+from ralphctl.engine.control import (
+    UnsupportedControl,
+    check_pausable,
+    clear_sentinels,
+    runner_alive,
+    settle,
+    write_sentinel,
+)
+from ralphctl.engine.hookmode.managed import session_of
+from ralphctl.engine.hookmode.runner import HookLoopRunner
+from ralphctl.engine.hookmode.session import Session
+from ralphctl.engine.hookmode.setup import HookModeError, check, prepare
 from ralphctl.engine.loops import default_name, new_loop
 from ralphctl.engine.reconcile import reconcile
 from ralphctl.engine.runner import Interruption, LoopRunner, RunControl
@@ -51,9 +64,11 @@ __all__ = [
     "LoopSpec",
     "Stats",
     "Subscription",
+    "UnsupportedControl",
 ]
 
 RETENTION_INTERVAL_S = 60.0
+MODES = ("fresh", "hook")
 _CONTROLLABLE = (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED)
 
 
@@ -92,6 +107,15 @@ class Stats:
     total_cost: float
     total_iterations: int
     total_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How to run a stored loop: its configuration, its agent and, in hook mode, its session."""
+
+    config: LoopConfig
+    adapter: AgentAdapter
+    session: Session | None = None
 
 
 @dataclass
@@ -156,7 +180,8 @@ class LoopManager:
         self._fill()
 
     async def close(self) -> None:
-        """Interrupt every running loop, leaving it to be resumed by the next ``start()``."""
+        """Interrupt every running loop, leaving it to be resumed by the next ``start()``
+        (a hook-mode loop's session ends with its runner: it is stopped, ``interrupted``)."""
         self._closing = True
         if self._retention is not None:
             self._retention.cancel()
@@ -188,19 +213,27 @@ class LoopManager:
                 workdir = await add_worktree(workdir, loop_id)
             except GitError as exc:
                 raise InvalidSpec(str(exc)) from None
-        loop = self.store.create_loop(_new_loop(loop_id, spec, workdir, task))
+        plan = _Plan(spec.config, adapter)
+        if spec.mode == "hook":
+            loop, plan = self._arm(loop_id, spec, workdir, task, adapter)
+        else:
+            loop = self.store.create_loop(_new_loop(loop_id, spec, workdir, task))
         clear_sentinels(workdir)
         queued = self._full()
         self._publish(loop.id, EventType.CREATED, _created(loop, queued))
         if queued:
             self._queue.append(loop.id)
             return loop
-        return await self._start(loop, spec.config, adapter)
+        return await self._start(loop, plan)
 
     async def pause(self, loop_id: str, *, now: bool = False) -> LoopRecord:
-        """Pause between iterations, or ``now``: interrupt the running iteration."""
+        """Pause between iterations, or ``now``: interrupt the running iteration.
+
+        Raises UnsupportedControl for a hook-mode loop (one session cannot be paused).
+        """
         loop, running = self._find(loop_id)
         transition(self._status(loop, running), LoopStatus.PAUSED)
+        check_pausable(loop)
         if running is None:
             return self._settle_or_ask(loop, LoopStatus.PAUSED, ExternalSignal.PAUSE)
         if now:
@@ -211,19 +244,28 @@ class LoopManager:
         return loop
 
     async def resume(self, loop_id: str) -> LoopRecord:
-        """Start a paused, stopped, failed, blocked, pending or orphaned loop again."""
+        """Start a paused, stopped, failed, blocked, pending or orphaned loop again.
+
+        A hook-mode loop only while pending: once its session has run it cannot be entered
+        again (UnsupportedControl).
+        """
         self._check_open()
         loop, running = self._find(loop_id)
         if running is not None or not self._orphaned(loop):
             transition(self._status(loop, running), LoopStatus.RUNNING)
+        if loop.mode == "hook" and loop.status is not LoopStatus.PENDING:
+            raise UnsupportedControl(
+                f"loop {loop.id} ran in one Claude Code session (hook mode), which cannot be "
+                "entered again: start a new loop (this one's history stays)"
+            )
         self._check_free(Path(loop.workdir), loop.id)
         if len(self._running) >= self.max_concurrent:
             raise ConcurrencyLimitReached(self._full_message())
-        config, adapter = self._prepare(loop)
+        plan = self._prepare(loop)
         with contextlib.suppress(ValueError):
             self._queue.remove(loop.id)
         clear_sentinels(Path(loop.workdir))  # an old request must not pause it at once
-        return await self._start(loop, config, adapter)
+        return await self._start(loop, plan)
 
     async def stop(self, loop_id: str) -> LoopRecord:
         """End the loop as stopped; a running iteration is interrupted (recorded so)."""
@@ -261,37 +303,54 @@ class LoopManager:
 
     # -- running loops ----------------------------------------------------------------------
 
-    async def _start(
-        self, loop: LoopRecord, config: LoopConfig, adapter: AgentAdapter
-    ) -> LoopRecord:
+    async def _start(self, loop: LoopRecord, plan: _Plan) -> LoopRecord:
         """Launch the loop and return it once its runner has recorded the start."""
-        running = self._launch(loop, config, adapter)
+        running = self._launch(loop, plan)
         await running.started.wait()
         return self.store.get_loop(loop.id)
 
-    def _launch(self, loop: LoopRecord, config: LoopConfig, adapter: AgentAdapter) -> _Running:
+    def _launch(self, loop: LoopRecord, plan: _Plan) -> _Running:
         workdir = Path(loop.workdir)
         running = _Running(workdir, RunControl(), asyncio.Event())
-        runner = LoopRunner(
-            self.store,
-            adapter,
-            loop,
-            config,
-            observer=_Relay(self._bus, running),
-            control=running.control,
-            external=lambda: self._signal(running),
-        )
+        runner: LoopRunner | HookLoopRunner
+        relay = _Relay(self._bus, running)
+        if plan.session is not None:
+            runner = HookLoopRunner(
+                self.store,
+                plan.adapter,
+                loop,
+                plan.config,
+                plan.session,
+                observer=relay,
+                control=running.control,
+            )
+        else:
+            runner = LoopRunner(
+                self.store,
+                plan.adapter,
+                loop,
+                plan.config,
+                observer=relay,
+                control=running.control,
+                external=lambda: self._signal(running),
+            )
         self._running[loop.id] = running
-        running.task = asyncio.create_task(self._drive(loop.id, runner), name=f"loop {loop.id}")
+        running.task = asyncio.create_task(
+            self._drive(loop.id, runner, running), name=f"loop {loop.id}"
+        )
         return running
 
-    async def _drive(self, loop_id: str, runner: LoopRunner) -> None:
+    async def _drive(
+        self, loop_id: str, runner: LoopRunner | HookLoopRunner, running: _Running
+    ) -> None:
         try:
             await runner.run()
-        except Exception as exc:  # the store failed or a bug: keep the loop resumable
+        except Exception as exc:  # the store failed, or a bug
             self._runner_failed(loop_id, exc)
         finally:
-            self._running.pop(loop_id).started.set()
+            if self._running.get(loop_id) is running:  # not yet taken over by a resume
+                del self._running[loop_id]
+            running.started.set()
             self._fill()
 
     def _fill(self) -> None:
@@ -301,11 +360,11 @@ class LoopManager:
             if loop.status not in (*_CONTROLLABLE, LoopStatus.PENDING):
                 continue
             try:
-                config, adapter = self._prepare(loop)
+                plan = self._prepare(loop)
             except InvalidSpec as exc:
                 self._settle(loop, LoopStatus.STOPPED, f"cannot start: {exc}")
                 continue
-            self._launch(loop, config, adapter)
+            self._launch(loop, plan)
 
     def _signal(self, running: _Running) -> ExternalSignal | None:
         """What the runner should do between iterations: a request, else a sentinel file."""
@@ -324,9 +383,16 @@ class LoopManager:
         return self.store.get_loop(loop_id)
 
     def _runner_failed(self, loop_id: str, exc: Exception) -> None:
-        message = f"the runner failed: {exc}; the loop can be resumed"
+        """Leave the loop resumable; a hook-mode loop, whose session ended with its runner,
+        stopped."""
         with contextlib.suppress(StoreError):
             loop = self.store.get_loop(loop_id)
+            if loop.mode == "hook" and loop.status.is_active:  # its session ended with it
+                message = f"the runner failed: {exc}; its session has ended"
+                self._publish(loop_id, EventType.ERROR, {"message": message})
+                self._settle(loop, LoopStatus.STOPPED, message, why=StopReason.INTERRUPTED)
+                return
+            message = f"the runner failed: {exc}; the loop can be resumed"
             self.store.save_loop(replace(loop, runner_pid=None))
             self._publish(loop_id, EventType.ERROR, {"message": message})
 
@@ -369,8 +435,15 @@ class LoopManager:
             self._queue.remove(loop.id)
         return self._settle(loop, status, f"{signal} requested")
 
-    def _settle(self, loop: LoopRecord, status: LoopStatus, detail: str) -> LoopRecord:
-        settled, events = settle(self.store, loop, status, detail)
+    def _settle(
+        self,
+        loop: LoopRecord,
+        status: LoopStatus,
+        detail: str,
+        *,
+        why: StopReason = StopReason.USER_STOP,
+    ) -> LoopRecord:
+        settled, events = settle(self.store, loop, status, detail, why=why)
         for event in events:
             self._bus.publish(event)
         return settled
@@ -380,8 +453,13 @@ class LoopManager:
             raise RuntimeError("the loop manager is shutting down")
 
     def _check_spec(self, spec: LoopSpec) -> tuple[Path, str, AgentAdapter]:
-        if spec.mode != "fresh":
-            raise InvalidSpec(f"mode {spec.mode!r}: the manager runs fresh-context loops only")
+        if spec.mode not in MODES:
+            raise InvalidSpec(f"mode {spec.mode!r}: use fresh or hook")
+        if spec.mode == "hook":
+            try:
+                check(spec.config, {})
+            except HookModeError as exc:
+                raise InvalidSpec(str(exc)) from None
         workdir = spec.workdir.expanduser().resolve()
         if not workdir.is_dir():
             raise InvalidSpec(f"work dir {spec.workdir} is not a directory")
@@ -403,15 +481,41 @@ class LoopManager:
                 "wait for it to end, or give the new loop a git worktree of its own"
             )
 
-    def _prepare(self, loop: LoopRecord) -> tuple[LoopConfig, AgentAdapter]:
-        """The stored loop's configuration and adapter; InvalidSpec if either is unusable."""
+    def _prepare(self, loop: LoopRecord) -> _Plan:
+        """How to run the stored loop; InvalidSpec if its configuration, agent or (hook mode)
+        session is unusable."""
         try:
             config = resolve_loop_config(Path(loop.workdir), base=loop.config).config
         except ConfigError as exc:
             raise InvalidSpec(str(exc)) from None
         if not Path(loop.workdir).is_dir():
             raise InvalidSpec(f"the loop's work dir {loop.workdir} no longer exists")
-        return config, self._adapter(config)
+        if loop.mode != "hook":
+            return _Plan(config, self._adapter(config))
+        try:
+            return _Plan(config, self._adapter(config), session_of(loop))
+        except HookModeError as exc:
+            raise InvalidSpec(str(exc)) from None
+
+    def _arm(
+        self, loop_id: str, spec: LoopSpec, workdir: Path, task: str, adapter: AgentAdapter
+    ) -> tuple[LoopRecord, _Plan]:
+        """Store a new hook-mode loop with its session's tracker armed."""
+        name = spec.name or default_name(spec.task)
+        try:
+            ready = prepare(
+                self.store,
+                adapter,
+                task,
+                workdir,
+                spec.config,
+                name=name,
+                workflow=spec.workflow,
+                loop_id=loop_id,
+            )
+        except HookModeError as exc:
+            raise InvalidSpec(str(exc)) from None
+        return ready.loop, _Plan(spec.config, adapter, ready.session)
 
     def _adapter(self, config: LoopConfig) -> AgentAdapter:
         try:
@@ -450,10 +554,9 @@ class _Relay:
 
 def active_loop_in(store: Store, workdir: Path, except_id: str | None = None) -> LoopRecord | None:
     """An active loop (other than ``except_id``) working in ``workdir``, if any."""
-    for loop in store.list_loops([s for s in LoopStatus if s.is_active]):
-        if loop.id != except_id and Path(loop.workdir) == workdir:
-            return loop
-    return None
+    active = [s for s in LoopStatus if s.is_active]
+    found = store.list_loops(active, limit=2, workdir=str(workdir))
+    return next((loop for loop in found if loop.id != except_id), None)
 
 
 def loop_stats(store: Store) -> Stats:

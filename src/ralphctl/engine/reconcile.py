@@ -3,7 +3,10 @@
 Loops left running, rate limited or pending with no live runner (the last manager crashed or
 shut down) get their unfinished iterations marked interrupted and their stale sentinels
 removed; then they are resumed in order (those that were running first, oldest first), or,
-with ``on_start = "leave_paused"``, paused (pending loops stay pending until resumed).
+with ``on_start = "leave_paused"``, paused (pending loops stay pending until resumed). A
+hook-mode loop whose session had begun cannot be entered again: it is stopped
+(``interrupted``) and its tracker deactivated. The sockets of hook-mode runners that died
+are removed.
 """
 
 from __future__ import annotations
@@ -13,19 +16,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ralphctl.domain.events import EventType
-from ralphctl.domain.states import LoopStatus
+from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.engine.control import clear_sentinels, settle
+from ralphctl.engine.hookmode.sockets import remove_stale
 from ralphctl.store.records import EventRecord, LoopRecord
 from ralphctl.store.repository import Store
 
 ORPHAN_STATUSES = (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED, LoopStatus.PENDING)
 LEFT_PAUSED = "left paused at start-up ([loops] on_start = leave_paused)"
+SESSION_LOST = "its runner died, and a hook-mode session cannot be entered again"
 
 
 @dataclass
 class Reconciled:
     to_resume: list[LoopRecord] = field(default_factory=list)
     events: list[EventRecord] = field(default_factory=list)
+    removed_sockets: list[Path] = field(default_factory=list)
 
 
 def resume_order(loop: LoopRecord) -> tuple[bool, float]:
@@ -34,16 +40,23 @@ def resume_order(loop: LoopRecord) -> tuple[bool, float]:
 
 
 def reconcile(store: Store, orphaned: Callable[[LoopRecord], bool], resume: bool) -> Reconciled:
-    """Tidy every orphaned loop; return those to resume and the events recorded."""
-    found = Reconciled()
+    """Tidy every orphaned loop and stale socket; return the loops to resume and the events
+    recorded."""
+    found = Reconciled(removed_sockets=remove_stale())
     loops = sorted(
         (loop for loop in store.list_loops(ORPHAN_STATUSES) if orphaned(loop)), key=resume_order
     )
     for loop in loops:
         tidied = _tidy(store, loop, found.events)
-        if resume:
+        began = tidied.status is not LoopStatus.PENDING
+        if began and tidied.mode == "hook":
+            _, events = settle(
+                store, tidied, LoopStatus.STOPPED, SESSION_LOST, why=StopReason.INTERRUPTED
+            )
+            found.events.extend(events)
+        elif resume:
             found.to_resume.append(tidied)
-        elif tidied.status is not LoopStatus.PENDING:
+        elif began:
             _, events = settle(store, tidied, LoopStatus.PAUSED, LEFT_PAUSED)
             found.events.extend(events)
     return found

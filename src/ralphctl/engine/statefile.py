@@ -1,11 +1,16 @@
-"""The human-readable loop state in the work dir: ``.ralph/state.json``, written atomically."""
+"""The human-readable loop state in the work dir: ``.ralph/state.json``, written atomically.
+
+A running loop writes it through a ``StateWriter``: the fsync-ed write runs in a worker
+thread, never on the event loop that many loops (and the server) share.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -85,6 +90,39 @@ def write_state(workdir: Path, document: dict[str, Any]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class StateWriter:
+    """Writes one work dir's state file off the event loop, the newest document winning.
+
+    Documents submitted while a write runs are coalesced: only the newest one is written
+    next. ``flush()`` returns once the last document submitted is written (or has failed,
+    which ``on_error`` is told, on the event loop).
+    """
+
+    def __init__(self, workdir: Path, on_error: Callable[[OSError], None]) -> None:
+        self.workdir = workdir
+        self._on_error = on_error
+        self._pending: dict[str, Any] | None = None
+        self._writing: asyncio.Task[None] | None = None
+
+    def submit(self, document: dict[str, Any]) -> None:
+        """Write ``document`` soon (call it from the event loop)."""
+        self._pending = document
+        if self._writing is None or self._writing.done():
+            self._writing = asyncio.get_running_loop().create_task(self._drain())
+
+    async def flush(self) -> None:
+        if self._writing is not None:
+            await asyncio.shield(self._writing)
+
+    async def _drain(self) -> None:
+        while self._pending is not None:
+            document, self._pending = self._pending, None
+            try:
+                await asyncio.to_thread(write_state, self.workdir, document)
+            except OSError as exc:
+                self._on_error(exc)
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -1,8 +1,9 @@
 """Best-effort history: each Stop becomes an iteration of a ``mode="hook"`` loop in the store.
 
-The decision is printed and flushed first; then a detached grandchild (double fork, new
-session, stdio on /dev/null) opens the store and writes. Claude Code waits for the hook's
-process and pipes, never for the grandchild, so the store can never delay a decision.
+The decision is printed and flushed first; then a detached child (new session, stdio on
+/dev/null, never waited for: it outlives the hook and init reaps it) opens the store and
+writes. Claude Code waits for the hook's process and pipes, never for the child, so the
+store can never delay a decision.
 ``RALPHCTL_HOOK_STORE`` = ``detached`` (default) | ``inline`` (write before exiting) | ``off``.
 """
 
@@ -102,13 +103,11 @@ def _spawn(record: StopRecord) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     if os.fork():
-        os.wait()  # the intermediate child exits at once; the grandchild is re-parented
         return
     try:
         _detach_stdio()  # first: Claude Code waits until every copy of the hook's pipes closes
         os.setsid()
-        if os.fork() == 0:
-            _guarded(record)
+        _guarded(record)
     finally:
         os._exit(0)
 

@@ -10,7 +10,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from ralphctl.domain.states import IllegalTransition
-from ralphctl.engine.manager import ConcurrencyLimitReached, InvalidSpec, LoopAlreadyExists
+from ralphctl.engine.manager import (
+    ConcurrencyLimitReached,
+    InvalidSpec,
+    LoopAlreadyExists,
+    UnsupportedControl,
+)
 from ralphctl.settings import ConfigError
 from ralphctl.store.errors import LoopNotFound, StoreError
 
@@ -22,6 +27,7 @@ STATUS_OF: dict[type[Exception], int] = {
     LoopNotFound: status.HTTP_404_NOT_FOUND,
     IllegalTransition: status.HTTP_409_CONFLICT,
     LoopAlreadyExists: status.HTTP_409_CONFLICT,
+    UnsupportedControl: status.HTTP_409_CONFLICT,
     ConfigError: UNPROCESSABLE,
     InvalidSpec: UNPROCESSABLE,
     ConcurrencyLimitReached: status.HTTP_429_TOO_MANY_REQUESTS,

@@ -108,12 +108,18 @@ class Store:
         return _loop(row)
 
     def list_loops(
-        self, statuses: Collection[LoopStatus] | None = None, limit: int | None = None
+        self,
+        statuses: Collection[LoopStatus] | None = None,
+        limit: int | None = None,
+        *,
+        workdir: str | None = None,
     ) -> list[LoopRecord]:
-        """Loops, newest first, optionally only those in ``statuses``."""
+        """Loops, newest first, optionally only those in ``statuses`` (and in ``workdir``)."""
         query = select(loops).order_by(loops.c.created_at.desc(), loops.c.id.desc()).limit(limit)
         if statuses is not None:
             query = query.where(loops.c.status.in_([str(s) for s in statuses]))
+        if workdir is not None:
+            query = query.where(loops.c.workdir == workdir)
         with self._transaction("list loops") as conn:
             return [_loop(row) for row in conn.execute(query)]
 

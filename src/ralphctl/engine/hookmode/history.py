@@ -23,7 +23,7 @@ from ralphctl.engine.hookmode.attribution import settle
 from ralphctl.engine.hookmode.usage import Usage
 from ralphctl.engine.record import iteration_events, loop_totals, summary
 from ralphctl.engine.runner import LoopObserver
-from ralphctl.engine.statefile import render_state, write_state
+from ralphctl.engine.statefile import StateWriter, render_state
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ class History:
         self._all: list[IterationRecord] = []
         self._settled_usd = 0.0  # the cost of the runs settled so far, as reported
         self._started = time.monotonic()
+        self._state = StateWriter(self.workdir, self._state_failed)
 
     @property
     def workdir(self) -> Path:
@@ -191,23 +192,25 @@ class History:
         self._all = [numbers.get(it.n, it) for it in self._all]
         self.write_state()
 
-    def end(self, decision: Decision) -> LoopRecord:
-        """The loop's final status, from the ``StopReason`` of ``decision``."""
+    async def end(self, decision: Decision) -> LoopRecord:
+        """The loop's final status, from the ``StopReason`` of ``decision``; the state file
+        is written before it is stored, so nothing of this loop is left to write after."""
         reason = decision.reason
         assert reason is not None, "a hook-mode loop always ends with a reason"
         status = reason.status
         transition(self.loop.status, status)
-        self.loop = self.store.save_loop(
-            replace(
-                self.loop,
-                status=status,
-                stop_reason=reason,
-                stop_detail=decision.detail,
-                ended_at=_now(),
-                runtime_s=self.runtime(),
-                runner_pid=None,
-            )
+        self.loop = replace(
+            self.loop,
+            status=status,
+            stop_reason=reason,
+            stop_detail=decision.detail,
+            ended_at=_now(),
+            runtime_s=self.runtime(),
+            runner_pid=None,
         )
+        self.write_state()
+        await self.flush()
+        self.loop = self.store.save_loop(self.loop)
         changed = {"status": str(status), "reason": str(reason), "detail": decision.detail}
         self.publish(EventType.STATE_CHANGED, changed)
         totals = {
@@ -217,7 +220,6 @@ class History:
             "runtime_s": round(self.loop.runtime_s, 3),
         }
         self.publish(_END_EVENT[status], {"reason": str(reason), **totals})
-        self.write_state()
         return self.loop
 
     def error(self, kind: str, message: str, context: dict[str, Any]) -> None:
@@ -237,10 +239,14 @@ class History:
                 self.observer.on_event(record)
 
     def write_state(self) -> None:
-        try:
-            write_state(self.workdir, render_state(self.loop, self._all))
-        except OSError as exc:
-            self.warn(f"cannot write .ralph/state.json: {exc.strerror or exc}")
+        self._state.submit(render_state(self.loop, self._all))
+
+    async def flush(self) -> None:
+        """Wait until ``.ralph/state.json`` shows the last state written."""
+        await self._state.flush()
+
+    def _state_failed(self, exc: OSError) -> None:
+        self.warn(f"cannot write .ralph/state.json: {exc.strerror or exc}")
 
 
 def _now() -> datetime:

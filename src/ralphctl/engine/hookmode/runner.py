@@ -12,27 +12,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import tempfile
 from typing import TYPE_CHECKING
 
 from ralphctl.agents.base import AgentAdapter, AgentUnavailable
 from ralphctl.agents.events import AgentEvent
 from ralphctl.agents.process import run_agent
 from ralphctl.domain.backoff import backoff_delay
-from ralphctl.domain.conditions import Action, Budgets, Decision, Totals, evaluate, remaining
+from ralphctl.domain.conditions import Action, Decision, evaluate, remaining
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.model import IterationResult
 from ralphctl.domain.states import StopReason
+from ralphctl.domain.stoprules import Budgets, Totals
 from ralphctl.engine.hookmode.attribution import SessionTotals
 from ralphctl.engine.hookmode.history import History
 from ralphctl.engine.hookmode.server import StopServer
 from ralphctl.engine.hookmode.session import Session, session_command
+from ralphctl.engine.hookmode.sockets import listening_path
 from ralphctl.engine.hookmode.stops import Stops
 from ralphctl.engine.hookmode.trackerfile import TrackerFile
 from ralphctl.engine.hookmode.usage import MeteredParser
-from ralphctl.engine.runner import INTERRUPTED, LoopObserver, RunControl
+from ralphctl.engine.runner import INTERRUPTED, Interruption, LoopObserver, RunControl
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.stop import BLOCK
 from ralphctl.store.records import LoopRecord
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ralphctl.store.repository import Store
 
 MIN_RUN_TIMEOUT_S = 1.0
+STOP_REQUESTED = Decision(Action.STOP, StopReason.USER_STOP, "stop requested")
 CAPPED = (
     "Claude Code ended the session itself after a block (its block cap, "
     "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, or its own limits): that is not a completion; "
@@ -49,7 +50,9 @@ CAPPED = (
 
 
 class HookLoopRunner:
-    """Runs one hook-mode loop to its end; ``control`` interrupts it (Ctrl-C)."""
+    """Runs one hook-mode loop to its end; ``control`` interrupts it: ends the session, and
+    the loop as stopped (``user_stop`` when ``Interruption.STOP`` was asked, else
+    ``interrupted``: one session cannot be paused or suspended)."""
 
     def __init__(
         self,
@@ -87,18 +90,20 @@ class HookLoopRunner:
         history = self.history
         history.begin_loop({"session_id": self.session.session_id, "tracker": self.tracker.path})
         try:
-            with tempfile.TemporaryDirectory(prefix="ralphctl-") as private:
-                socket_path = os.path.join(private, "stop.sock")
+            with listening_path(self.loop.id) as socket_path:
                 on_stop = self.stops.on_stop
                 async with StopServer(socket_path, on_stop, on_error=history.warn) as server:
                     decision = await self._drive(socket_path, server)
             if history.open is not None:  # begun at a block, never run: the session ended first
                 history.complete("interrupted", error="the loop ended before this iteration ran")
-            return history.end(decision)
+            if decision is INTERRUPTED and self.control.outcome is Interruption.STOP:
+                decision = STOP_REQUESTED
+            return await history.end(decision)
         finally:
             fields = self.tracker.fields()
             if fields is not None and fields.get("active") is True:  # a later resume must not
                 self.tracker.end(self.loop.stop_reason or StopReason.INTERRUPTED)
+            await history.flush()
 
     async def _drive(self, socket_path: str, server: StopServer) -> Decision:
         prompt, resume = self.session.prompt, False

@@ -13,9 +13,10 @@ from ralphctl.agents.base import AgentAdapter, AgentCommand
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.defaults import CONTINUE_MESSAGE
 from ralphctl.engine.hookmode.session import Session, reserved_args, session_command
+from ralphctl.engine.hookmode.sockets import runtime_dir
 from ralphctl.engine.loops import new_loop
 from ralphctl.hook.arming import DEFAULT_TEMPLATE, Armed, ArmError, arm
-from ralphctl.hook.tracker import load
+from ralphctl.hook.tracker import load, update_fields
 from ralphctl.store.records import LoopRecord
 
 if TYPE_CHECKING:
@@ -45,10 +46,15 @@ class Prepared:
     session: Session
 
 
+def fresh_only(settings: Mapping[str, Any]) -> list[str]:
+    """The settings given (not None) that only fresh mode has."""
+    return [key for key in NOT_IN_HOOK_MODE if settings.get(key) is not None]
+
+
 def check(config: LoopConfig, flags: Mapping[str, Any]) -> None:
     """Refuse what hook mode cannot honour: fresh-only options, other agents, and agent
     arguments that would take the session or its settings out of the runner's hands."""
-    given = [flag for key, flag in NOT_IN_HOOK_MODE.items() if flags.get(key) is not None]
+    given = [NOT_IN_HOOK_MODE[key] for key in fresh_only(flags)]
     if given:
         raise HookModeError(f"{', '.join(given)}: not available with --mode hook (one session)")
     if config.agent != "claude":
@@ -69,10 +75,14 @@ def prepare(
     *,
     name: str,
     workflow: str | None = None,
+    loop_id: str | None = None,
 ) -> Prepared:
-    """Arm the tracker of a new session and create its ``mode="hook"`` loop (same id)."""
+    """Arm the tracker of a new session and create its ``mode="hook"`` loop (same id: the
+    tracker's, or ``loop_id``, which then becomes the tracker's)."""
     session_id = str(uuid.uuid4())
     armed = _arm(root, task, session_id, config, workflow)
+    if loop_id is not None:
+        update_fields(armed.path, {"loop_id": loop_id})
     tracker = load(armed.path)
     assert tracker is not None, f"{armed.path} was just written"
     loop = new_loop(
@@ -106,7 +116,7 @@ def preview(adapter: AgentAdapter, config: LoopConfig, root: Path) -> AgentComma
         resume=False,
         iteration=1,
         remaining_cost_usd=config.max_cost_usd,
-        socket_path="<private temp dir>/stop.sock",
+        socket_path=str(runtime_dir() / "<pid>-<loop id>.sock"),
         loop_id="<loop id>",
         workdir=root,
     )

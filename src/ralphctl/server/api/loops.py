@@ -11,7 +11,8 @@ from fastapi import Path as PathParam
 from starlette.concurrency import run_in_threadpool
 
 from ralphctl.domain.states import LoopStatus
-from ralphctl.engine.manager import LoopSpec, workflow_layer
+from ralphctl.engine.hookmode.setup import fresh_only
+from ralphctl.engine.manager import InvalidSpec, LoopSpec, workflow_layer
 from ralphctl.server.api.deps import ManagerDep, StoreDep
 from ralphctl.server.schemas import (
     CheckpointOut,
@@ -50,9 +51,13 @@ def list_loops(
 async def create_loop(body: LoopCreate, manager: ManagerDep) -> Loop:
     """Start a loop (or queue it as pending when ``max_concurrent`` loops already run).
 
-    The agent runs with the server user's permissions in ``workdir``.
+    The agent runs with the server user's permissions in ``workdir``. ``mode: hook`` runs one
+    Claude Code session kept going by its Stop hook: no fresh-only settings (cooldown,
+    checkpoints, gates, …); it can be stopped, not paused, and not resumed once it has run.
     """
     workdir = Path(body.workdir)
+    if body.mode == "hook" and (given := fresh_only(body.overrides())):
+        raise InvalidSpec(f"{', '.join(given)}: not available in hook mode (one session)")
     extra = workflow_layer(body.workflow) if body.workflow else None
     resolved = await run_in_threadpool(resolve_loop_config, workdir, body.overrides(), extra=extra)
     spec = LoopSpec(

@@ -5,10 +5,11 @@ import { barChart, lineChart, timeline } from "./charts.js";
 import { badge, batcher, count, dateTime, drawIn, duration, elapsed, h, meter, short, time, usd } from "./dom.js";
 
 const LOG_SIZE = 300;
+// freshOnly: a hook-mode loop (one Claude Code session) cannot pause, nor resume once it ran.
 const CONTROLS = [
-  { action: "pause", label: "Pause", when: ["running", "rate_limited"] },
-  { action: "pause?now=true", label: "Pause now", when: ["running"] },
-  { action: "resume", label: "Resume", when: ["paused", "stopped", "failed", "blocked"] },
+  { action: "pause", label: "Pause", when: ["running", "rate_limited"], freshOnly: true },
+  { action: "pause?now=true", label: "Pause now", when: ["running"], freshOnly: true },
+  { action: "resume", label: "Resume", when: ["paused", "stopped", "failed", "blocked"], freshOnly: true },
   { action: "stop", label: "Stop", when: ["pending", "running", "paused", "rate_limited"] },
 ];
 
@@ -57,8 +58,10 @@ export function mount(root, { id, onStatus, onError }) {
       h("details", {}, h("summary", {}, "task"), h("pre", { class: "task" }, loop.task)),
     );
     controls.replaceChildren(
-      ...CONTROLS.map(({ action, label, when }) =>
-        h("button", { type: "button", "data-action": action, disabled: !when.includes(loop.status), onclick: () => control(action) }, label)),
+      ...CONTROLS.map(({ action, label, when, freshOnly }) => {
+        const disabled = !when.includes(loop.status) || (freshOnly && loop.mode === "hook");
+        return h("button", { type: "button", "data-action": action, disabled, onclick: () => control(action) }, label);
+      }),
     );
   }
 
