@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,6 +53,7 @@ def run(
     *,
     timeout: float | None = 20,
     on_event: Callable[[AgentEvent], None] | None = None,
+    on_spawn: Callable[[int, float], None] | None = None,
     interrupt: asyncio.Event | None = None,
     force: asyncio.Event | None = None,
     grace_s: float = 3.0,
@@ -64,6 +66,7 @@ def run(
             cwd=tmp_path,
             timeout=timeout,
             on_event=on_event,
+            on_spawn=on_spawn,
             interrupt=interrupt,
             force=force,
             grace_s=grace_s,
@@ -303,6 +306,39 @@ def test_if_on_event_raises_the_agent_is_killed_and_the_error_propagates(
     leader, grandchild = (int(pid) for pid in started[0].split())
     assert reaped(leader)
     assert gone(grandchild)
+
+
+def test_on_spawn_learns_the_agent_pid_which_is_its_group_and_when_it_started(
+    tmp_path: Path,
+) -> None:
+    spawned: list[tuple[int, float]] = []
+    before = time.time()
+
+    recorder, _ = run(
+        python("import os; print(os.getpid(), os.getpgid(0))"),
+        tmp_path,
+        on_spawn=lambda pid, at: spawned.append((pid, at)),
+    )
+
+    ((pid, at),) = spawned
+    assert recorder.lines == [f"{pid} {pid}".encode()]
+    assert before <= at <= time.time()
+
+
+def test_if_on_spawn_raises_the_agent_is_killed_and_the_error_propagates(
+    tmp_path: Path,
+) -> None:
+    spawned: list[int] = []
+
+    def fail(pid: int, at: float) -> None:
+        spawned.append(pid)
+        raise RuntimeError("cannot record the start of iteration 1")
+
+    with pytest.raises(RuntimeError, match="cannot record"):
+        run(python(SPAWN_GRANDCHILD, "time.sleep(60)"), tmp_path, on_spawn=fail)
+
+    assert reaped(spawned[0])
+    assert all(gone(member) for member in group_members(spawned[0]))
 
 
 def test_cancelling_the_run_kills_and_reaps_the_agent(tmp_path: Path) -> None:

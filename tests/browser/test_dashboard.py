@@ -94,18 +94,20 @@ def test_pause_via_the_button_changes_the_state(page, server, new_workdir):
     assert server.get(f"/api/loops/{loop['id']}")["status"] == "paused"
 
 
-def test_a_hook_mode_loop_offers_stop_but_neither_pause_nor_resume(
+def test_a_hook_mode_loop_pauses_and_once_stopped_cannot_be_resumed(
     page, server, new_workdir, fake_claude
 ):
-    fake_claude([{"text": "thinking", "sleep_s": 60}])
+    fake_claude([{"text": "thinking", "sleep_s": 60}], [{"text": "again", "sleep_s": 60}])
     body = {"task": "Write the notes.", "workdir": str(new_workdir()), "mode": "hook"}
     loop = server.post("/api/loops", body)
     open_dashboard(page, server, f"/loops/{loop['id']}")
     header = page.locator(".loop-header h1 .badge")
     expect(header).to_have_text("running")
-    for action in ("pause", "pause?now=true"):
-        expect(page.locator(f'button[data-action="{action}"]')).to_be_disabled()
 
+    page.click('button[data-action="pause?now=true"]')
+    expect(header).to_have_text("paused")
+    page.click('button[data-action="resume"]')
+    expect(header).to_have_text("running")
     page.click('button[data-action="stop"]')
 
     expect(header).to_have_text("stopped")

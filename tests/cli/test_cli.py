@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from tests.engine.victims import asleep_in, pid_in, wait_for
+
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
@@ -211,7 +213,7 @@ def start_slow_loop(env: dict[str, str], workdir: Path) -> subprocess.Popen[str]
     steps = [
         {"text": "one", "cost_usd": 0.1},
         {"text": "two", "cost_usd": 0.1},
-        {"text": "slow", "sleep_s": 60, "cost_usd": 0.1},
+        {"text": "slow", "bash": ["echo $PPID > agent.pid"], "sleep_s": 60, "cost_usd": 0.1},
         DONE,
     ]
     return subprocess.Popen(
@@ -284,19 +286,21 @@ def test_ctrl_c_exits_130_kills_the_agent_and_resume_completes(env, workdir):
     assert json.loads(resumed.stdout)["iterations"] == 4
 
 
-def test_kill_9_mid_iteration_loses_no_recorded_iteration(env, workdir):
+def test_kill_9_mid_iteration_loses_no_recorded_iteration_and_resume_stops_the_orphan(env, workdir):
     runner = start_slow_loop(env, workdir)
     loop_id = wait_for_iteration(env["RALPHCTL_DB"], 3)
+    wait_for(lambda: asleep_in(workdir / "agent.pid"), timeout=30)
     runner.kill()
     runner.wait(timeout=10)
-    for pid in agent_pids(loop_id):  # the orphaned agent, as after a real crash
-        os.kill(pid, signal.SIGKILL)
+    orphans = agent_pids(loop_id)
+    assert pid_in(workdir / "agent.pid") in orphans  # the agent goes on without its runner
 
     status = json.loads(ralphctl("status", "--json", env=env).stdout)[0]
     assert status["status"] == "running"
     assert status["runner_alive"] is False
     resumed = ralphctl("resume", loop_id, "--json", env=env)
     assert resumed.returncode == 0, resumed.stderr
+    assert agent_pids(loop_id) == []
     history = json.loads(ralphctl("history", loop_id, "--json", env=env).stdout)
     assert [(it["n"], it["status"]) for it in history["iterations"]] == [
         (1, "ok"),
@@ -304,6 +308,11 @@ def test_kill_9_mid_iteration_loses_no_recorded_iteration(env, workdir):
         (3, "interrupted"),
         (4, "ok"),
     ]
+    interrupted = history["iterations"][2]
+    assert interrupted["agent_pid"] in orphans
+    assert interrupted["error_message"].endswith(
+        f"its agent (pid {interrupted['agent_pid']}) was still running: stopped with SIGTERM"
+    )
     assert history["loop"]["cost_usd"] == pytest.approx(0.45)
 
 

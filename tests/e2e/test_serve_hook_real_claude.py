@@ -127,37 +127,48 @@ def test_the_server_runs_a_hook_mode_session_until_its_bound(real_claude, served
     assert events[-1] == "stopped"
 
 
-def test_a_served_hook_mode_loop_refuses_pause_and_stops_at_once(real_claude, served):
+def test_a_served_hook_mode_loop_pauses_resumes_its_session_and_stops(real_claude, served):
     client, cli = served
-    reached, release = threading.Event(), threading.Event()
+    second, third, release = threading.Event(), threading.Event(), threading.Event()
+
+    def slow(request: RecordedRequest) -> Answer:
+        second.set()
+        release.wait(WAIT_S)
+        return Reply("Second.")
 
     def stuck(request: RecordedRequest) -> Answer:
-        reached.set()
+        third.set()
         release.wait(WAIT_S)
         return Reply("too late")
 
-    real_claude.server.set_script(Reply("Started."), stuck)
+    real_claude.server.set_script(Reply("Started."), slow, stuck)
     try:
         loop_id = start_hook_loop(cli, "--max-iterations", "5")["id"]
-        assert reached.wait(WAIT_S), "the second iteration never asked the API"
-
+        assert second.wait(WAIT_S), "the second iteration never asked the API"
         paused = cli("loops", "pause", loop_id)
-        stopped = cli("loops", "stop", loop_id)
+        release.set()  # the second turn ends: its Stop pauses the loop
         loop = ended(client, loop_id)
+        release.clear()
         resumed = cli("loops", "resume", loop_id)
+        assert third.wait(WAIT_S), "the resumed session never asked the API"
+        stopped = cli("loops", "stop", loop_id)
+        final = ended(client, loop_id)
+        again = cli("loops", "resume", loop_id)
     finally:
         release.set()
 
-    assert paused.returncode == 2
-    assert "cannot be paused" in paused.stderr
+    assert paused.returncode == 0, paused.stderr
+    assert (loop["status"], loop["iteration"]) == ("paused", 2)
+    assert resumed.returncode == 0, resumed.stderr
     assert stopped.returncode == 0, stopped.stderr
-    assert f"loop {loop_id}: stopped" in stopped.stdout
-    assert (loop["status"], loop["stop_reason"]) == ("stopped", "user_stop")
+    assert (final["status"], final["stop_reason"]) == ("stopped", "user_stop")
     assert [(n, status) for n, status, _ in iterations(client, loop_id)] == [
         (1, "ok"),
-        (2, "interrupted"),
+        (2, "ok"),
+        (3, "interrupted"),
     ]
-    assert resumed.returncode == 2
-    assert "cannot be entered again" in resumed.stderr
+    assert len(real_claude.server.main_requests) == 3  # one session, continued with --resume
+    assert again.returncode == 2
+    assert "cannot be entered again" in again.stderr
     state = json.loads((Path(real_claude.project) / ".ralph" / "state.json").read_text())
     assert (state["status"], state["stopReason"]) == ("stopped", "user_stop")

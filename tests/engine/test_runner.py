@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import subprocess
 import uuid
 from dataclasses import replace
@@ -16,11 +17,13 @@ import pytest
 from ralphctl.agents.registry import adapter_for
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.states import LoopStatus, StopReason
+from ralphctl.engine.loops import new_loop as new_loop_record
 from ralphctl.engine.runner import LoopRunner, RunControl
 from ralphctl.engine.sentinels import sentinel_path
 from ralphctl.engine.statefile import state_path
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 from ralphctl.store.repository import Store
+from tests.engine.victims import live
 
 FAST = {"cooldown": 0, "checkpoint_interval": 0, "error_backoff_cap": 0}
 
@@ -314,6 +317,76 @@ def test_resume_after_a_crash_marks_the_unfinished_iteration_and_continues(db, w
     assert final.cost_usd == pytest.approx(0.5)
     resumed = next(e for e in observer.events if e.event_type == "resumed")
     assert resumed.data["interrupted_iterations"] == [1, 2]
+
+
+def test_each_iteration_records_its_agent_process(db, workdir):
+    steps = [
+        {"text": "one", "bash": ["echo $PPID > pid"]},
+        {"text": DONE, "bash": ["echo $PPID >> pid"]},
+    ]
+    loop, config = new_loop(db, workdir, steps)
+
+    run(db, loop, config)
+
+    iterations = db.iterations(loop.id)
+    assert [it.agent_pid for it in iterations] == [
+        int(p) for p in (workdir / "pid").read_text().split()
+    ]
+    for it in iterations:
+        assert it.agent_started_at is not None
+        assert it.completed_at is not None
+        assert it.started_at <= it.agent_started_at <= it.completed_at
+
+
+def test_a_new_loop_records_its_first_agent_though_the_store_opens_while_it_runs(tmp_path, workdir):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"text": DONE, "bash": ["echo $PPID > pid"]}]}))
+    config = LoopConfig(cooldown=0, checkpoint_interval=0, agent="scripted", script=str(script))
+    loop = new_loop_record("Write the files.", workdir, config)
+    adapter = adapter_for("scripted", options={"script": str(script)})
+    url = str(tmp_path / "new.db")
+
+    final = asyncio.run(LoopRunner(lambda: Store.open(url), adapter, loop, config).run())
+
+    assert final.status is LoopStatus.COMPLETED
+    (iteration,) = Store.open(url).iterations(loop.id)
+    assert iteration.agent_pid == int((workdir / "pid").read_text())
+
+
+def test_resume_after_a_crash_stops_the_agent_the_dead_runner_left(db, workdir, spawn):
+    loop, config = new_loop(db, workdir, [{"text": DONE}])
+    crashed = db.save_loop(
+        replace(
+            loop,
+            status=LoopStatus.RUNNING,
+            started_at=datetime.now(UTC),
+            runner_pid=999_999,
+            runner_host=socket.gethostname(),
+        )
+    )
+    orphan, at = spawn("exec sleep 300", loop_id=loop.id)
+    db.begin_iteration(
+        IterationRecord(
+            loop_id=loop.id,
+            n=1,
+            started_at=datetime.now(UTC),
+            agent_pid=orphan.pid,
+            agent_started_at=datetime.fromtimestamp(at, UTC),
+        )
+    )
+    observer = Recorder()
+
+    final = run(db, crashed, config, observer=observer)
+
+    assert live(orphan.pid) == []
+    assert final.status is LoopStatus.COMPLETED
+    assert [(it.n, it.status) for it in db.iterations(loop.id)] == [(1, "interrupted"), (2, "ok")]
+    assert observer.types()[:2] == ["resumed", "warning"]
+    warning = observer.events[1].data
+    assert warning["agents"] == [
+        {"iteration": 1, "pid": orphan.pid, "outcome": "stopped", "detail": "stopped with SIGTERM"}
+    ]
+    assert f"the agent of iteration 1 (pid {orphan.pid}) was still running" in warning["message"]
 
 
 def test_a_loop_with_spent_budgets_ends_without_running_the_agent(db, workdir):

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from ralphctl.cli.session import cancel_command, sessions_command
 from ralphctl.hook.arming import arm
 from ralphctl.hook.control import NO_LOOP, cancel, list_loops
+from ralphctl.hook.tracker import update_fields
 from tests.hook.helpers import (
     OTHER_SESSION,
     SESSION,
@@ -82,6 +83,16 @@ def test_status_shows_the_sessions_loop(project):
     hook_command(project, "cancel")
     ended = hook_command(project, "status")
     assert ended.startswith(f"Ralph loop (session {SESSION}): ended (user_stop), iteration 1/9")
+
+
+def test_a_loop_paused_by_its_runner_shows_as_paused(project):
+    arm(str(project), "Fix it", session_id=SESSION, max_iterations=9)
+    update_fields(str(session_tracker(project)), {"active": False, "paused": True})
+    assert hook_command(project, "status").startswith(
+        f"Ralph loop (session {SESSION}): paused, iteration 1/9"
+    )
+    [info] = list_loops(str(project))
+    assert (info.active, info.paused) == (False, True)
 
 
 def test_list_loops_covers_sessions_pending_and_the_official_state(project):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 
 from ralphctl.agents.claude import ClaudeAdapter
 from ralphctl.domain.config import LoopConfig
+from ralphctl.engine.hookmode.managed import session_of
 from ralphctl.engine.hookmode.runner import HookLoopRunner
 from ralphctl.engine.hookmode.server import StopRequest
 from ralphctl.engine.hookmode.setup import prepare
@@ -151,6 +154,57 @@ def test_a_stop_request_ends_the_loop_at_the_next_stop(play, workdir):
     assert loop.outcome == ("stopped", "user_stop")
     assert loop.statuses() == [(1, "ok", "one")]
     assert (loop.tracker["active"], loop.tracker["ended_reason"]) == (False, "user_stop")
+
+
+def test_a_pause_request_ends_the_turn_and_a_new_runner_continues_the_session(play, workdir, store):
+    def request_pause() -> None:
+        (workdir / ".ralph" / "pause").touch()
+
+    runs = [[{"text": "one"}, {"text": "not played"}], [{"text": "two"}, {"text": DONE}]]
+    paused = play(runs, before=request_pause, max_iterations=5)
+    assert paused.outcome == ("paused", None)
+    assert paused.statuses() == [(1, "ok", "one")]
+    assert (paused.tracker["active"], paused.tracker["paused"]) == (False, True)
+    assert paused.events[-1][0] == "paused"
+
+    session = session_of(paused.record)
+    assert session.resume
+    runner = HookLoopRunner(store, ClaudeAdapter(), paused.record, LoopConfig(), session)
+    final = Loop(asyncio.run(runner.run()), store, session.tracker)
+
+    assert final.outcome == ("completed", "completion")
+    assert final.statuses()[:2] == [(1, "ok", "one"), (2, "ok", "two")]
+    assert final.record.cost_usd == pytest.approx(0.018)  # 0.006 + 0.012, each run its own
+    assert [kind for kind, _ in final.events].count("resumed") == 1
+    assert final.tracker["active"] is False
+
+
+def test_ralphctl_resume_continues_a_paused_session_and_refuses_an_ended_one(
+    play, workdir, store, tmp_path
+):
+    paused = play(
+        [[{"text": "one"}], [{"text": DONE}]],
+        before=(workdir / ".ralph" / "pause").touch,
+        max_iterations=5,
+    )
+    env = {
+        **os.environ,
+        "RALPHCTL_DB": str(tmp_path / "ralphctl.db"),
+        "RALPHCTL_CONFIG": str(tmp_path / "no-user-config.toml"),
+    }
+    resume = [sys.executable, "-m", "ralphctl", "resume", paused.record.id, "--json"]
+
+    done, again = (
+        subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120, check=False)
+        for _ in range(2)
+    )
+
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["status"], summary["iterations"]) == ("completed", 2)
+    assert store.get_loop(paused.record.id).cost_usd == pytest.approx(0.012)
+    assert again.returncode == 2
+    assert "has completed" in again.stderr
 
 
 def test_the_cost_budget_acts_at_a_stop_on_the_live_estimate(play):

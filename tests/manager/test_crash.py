@@ -1,12 +1,10 @@
-"""kill -9 of a manager with three loops mid-iteration: a new manager finishes all three, and
-every iteration is recorded exactly once."""
+"""kill -9 of a manager with three loops mid-iteration: a new manager stops the agents the
+dead one left running, finishes all three loops, and every iteration is recorded exactly
+once."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +13,7 @@ from pathlib import Path
 
 from ralphctl.domain.states import LoopStatus
 from ralphctl.engine.manager import LoopManager
+from tests.engine.victims import asleep_in, live
 from tests.manager.conftest import run, until
 
 ROOT = Path(__file__).parents[2]
@@ -50,15 +49,14 @@ def test_a_killed_manager_loses_no_iteration_and_repeats_none(db, tmp_path, new_
         cwd=ROOT,
     )
     try:
-        wait_for(lambda: all((w / "agent.pid").is_file() for w in workdirs))
+        wait_for(lambda: all(asleep_in(w / "agent.pid") for w in workdirs))
         running = [db.iterations(loop.id)[-1] for loop in db.list_loops()]
         assert [(it.n, it.status) for it in running] == [(2, "running")] * 3
     finally:
         child.kill()  # SIGKILL: no clean-up at all
         child.wait()
-    for workdir in workdirs:  # a crash leaves the agents running; end them as an admin would
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.killpg(int((workdir / "agent.pid").read_text()), signal.SIGKILL)
+    agents = [int((w / "agent.pid").read_text()) for w in workdirs]
+    assert all(live(agent) for agent in agents)  # a crash leaves the agents running
 
     async def restart() -> None:
         manager = LoopManager(db)
@@ -67,9 +65,14 @@ def test_a_killed_manager_loses_no_iteration_and_repeats_none(db, tmp_path, new_
         await manager.close()
 
     run(restart())
+    assert [live(agent) for agent in agents] == [[]] * 3  # ... until the next manager starts
     loops = db.list_loops()
     assert len(loops) == 3
     for loop in loops:
+        interrupted = db.iterations(loop.id)[1]
+        assert interrupted.agent_pid in agents
+        assert interrupted.error_message is not None
+        assert interrupted.error_message.endswith("was still running: stopped with SIGTERM")
         assert (loop.status, loop.iteration) == (LoopStatus.COMPLETED, 4)
         iterations = db.iterations(loop.id)
         assert [(it.n, it.status) for it in iterations] == [

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 from dataclasses import replace
@@ -85,33 +84,75 @@ def test_a_hook_mode_loop_runs_one_session_until_its_bound(db, new_workdir, fake
     assert sockets() == []  # the runner's socket went with it
 
 
-def test_a_hook_mode_loop_cannot_pause_and_stop_ends_its_session(db, new_workdir, fake_claude):
-    fake_claude([{"text": "one"}, {"text": "two", "sleep_s": 60}])
+def test_a_hook_mode_loop_pauses_at_its_next_stop_and_resumes_the_same_session(
+    db, new_workdir, fake_claude
+):
+    played = fake_claude(
+        [{"text": "one"}, {"text": "two", "sleep_s": 1}, {"text": "not played"}],
+        [{"text": "three"}, {"text": DONE}],
+    )
 
-    async def scenario() -> list[str]:
+    async def scenario() -> tuple[LoopRecord, dict[str, Scalar], LoopRecord, list[str]]:
+        manager = LoopManager(db)
+        await manager.start()
+        subscription = manager.subscribe()
+        loop = await manager.create(hook_spec(new_workdir(), max_iterations=9))
+        await next_event(subscription, "iteration_completed", loop.id)
+        await manager.pause(loop.id)
+        paused = await finished(manager, loop.id)
+        fields = tracker(paused)
+        await manager.resume(loop.id)
+        final = await finished(manager, loop.id)
+        await manager.close()
+        return paused, fields, final, [e.event_type async for e in subscription]
+
+    paused, fields, final, events = run(scenario())
+    assert (paused.status, paused.iteration, paused.ended_at) == (LoopStatus.PAUSED, 2, None)
+    assert (fields["active"], fields["paused"], fields["iteration"]) == (False, True, 2)
+    assert (final.status, final.stop_reason) == (LoopStatus.COMPLETED, StopReason.COMPLETION)
+    assert [(it.n, it.status, it.output_summary) for it in db.iterations(final.id)][:3] == [
+        (1, "ok", "one"),
+        (2, "ok", "two"),
+        (3, "ok", "three"),
+    ]
+    assert final.iteration == 4
+    assert final.cost_usd == pytest.approx(0.024)  # both processes' reported totals
+    assert played.read_text() == "2"  # the second one continued the session (--resume)
+    assert events.count("paused") == events.count("resumed") == 1
+    assert tracker(final)["active"] is False
+
+
+def test_a_hook_mode_loop_paused_now_keeps_its_runtime_and_stop_ends_its_session(
+    db, new_workdir, fake_claude
+):
+    fake_claude([{"text": "one"}, {"text": "two", "sleep_s": 60}], [{"text": "x", "sleep_s": 60}])
+
+    async def scenario() -> tuple[LoopRecord, dict[str, Scalar], LoopRecord]:
         manager = LoopManager(db)
         await manager.start()
         subscription = manager.subscribe()
         loop = await manager.create(hook_spec(new_workdir(), max_iterations=5))
         await next_event(subscription, "iteration_completed", loop.id)
-        for now in (False, True):
-            with pytest.raises(UnsupportedControl, match="cannot be paused"):
-                await manager.pause(loop.id, now=now)
-        live_sockets = sockets()
+        paused = await manager.pause(loop.id, now=True)
+        fields = tracker(paused)
+        await manager.resume(loop.id)
         stopped = await manager.stop(loop.id)
         with pytest.raises(UnsupportedControl, match="cannot be entered again"):
             await manager.resume(loop.id)
         await manager.close()
-        assert stopped.status is LoopStatus.STOPPED
-        return live_sockets
+        return paused, fields, stopped
 
-    [live_socket] = run(scenario())
-    assert live_socket.startswith(f"{os.getpid()}-")
-    [loop] = db.list_loops()
-    assert (loop.status, loop.stop_reason) == (LoopStatus.STOPPED, StopReason.USER_STOP)
-    assert [(it.n, it.status) for it in db.iterations(loop.id)] == [(1, "ok"), (2, "interrupted")]
-    assert (tracker(loop)["active"], tracker(loop)["ended_reason"]) == (False, "user_stop")
-    assert db.get_loop(loop.id).status is LoopStatus.STOPPED  # the refusals changed nothing
+    paused, fields, stopped = run(scenario())
+    assert paused.status is LoopStatus.PAUSED
+    assert (fields["active"], fields["paused"], fields["iteration"]) == (False, True, 2)
+    assert (stopped.status, stopped.stop_reason) == (LoopStatus.STOPPED, StopReason.USER_STOP)
+    assert stopped.runtime_s >= paused.runtime_s > 0
+    assert [(it.n, it.status) for it in db.iterations(stopped.id)] == [
+        (1, "ok"),
+        (2, "interrupted"),
+        (3, "interrupted"),
+    ]
+    assert (tracker(stopped)["active"], tracker(stopped)["ended_reason"]) == (False, "user_stop")
     assert sockets() == []
 
 
@@ -161,7 +202,7 @@ def test_a_queued_hook_mode_loop_stopped_before_it_ran_ends_its_tracker(
     assert (tracker(stopped)["active"], tracker(stopped)["ended_reason"]) == (False, "user_stop")
 
 
-def test_a_shut_down_manager_ends_its_hook_mode_loops_which_the_next_one_leaves_ended(
+def test_a_shut_down_manager_pauses_its_hook_mode_loops_which_the_next_one_leaves_paused(
     db, new_workdir, fake_claude
 ):
     fake_claude([{"text": "one"}, {"text": "two", "sleep_s": 60}])
@@ -180,9 +221,9 @@ def test_a_shut_down_manager_ends_its_hook_mode_loops_which_the_next_one_leaves_
         return db.get_loop(loop.id), resumed
 
     loop, resumed = run(scenario())
-    assert (loop.status, loop.stop_reason) == (LoopStatus.STOPPED, StopReason.INTERRUPTED)
+    assert (loop.status, loop.stop_detail) == (LoopStatus.PAUSED, "paused as its runner shut down")
     assert resumed == ()
-    assert tracker(loop)["active"] is False
+    assert (tracker(loop)["active"], tracker(loop)["paused"]) == (False, True)
 
 
 def test_start_up_stops_an_orphaned_hook_mode_loop_and_removes_only_dead_runners_sockets(
@@ -243,14 +284,16 @@ def test_start_up_stops_an_orphaned_hook_mode_loop_and_removes_only_dead_runners
     assert sorted(p.name for p in folder.iterdir()) == sorted([listening.name, busy.name])
 
 
-def test_without_a_manager_a_hook_mode_loop_cannot_be_paused_either(db: Store, new_workdir):
+def test_without_a_manager_a_hook_mode_loop_is_paused_or_stopped_in_the_database(
+    db: Store, new_workdir
+):
     ready = prepare(db, ClaudeAdapter(), "Write the notes.", new_workdir(), LoopConfig(), name="x")
     db.save_loop(replace(ready.loop, status=LoopStatus.RUNNING))
 
-    with pytest.raises(UnsupportedControl, match="cannot be paused"):
-        control_directly(db, ready.loop.id, ExternalSignal.PAUSE)
+    paused, asked = control_directly(db, ready.loop.id, ExternalSignal.PAUSE)
+    assert (asked, paused.status) == (None, LoopStatus.PAUSED)  # no runner runs it
     stopped, asked = control_directly(db, ready.loop.id, ExternalSignal.STOP)
 
-    assert asked is None  # no runner runs it: stopped in the database
+    assert asked is None
     assert (stopped.status, stopped.stop_reason) == (LoopStatus.STOPPED, StopReason.USER_STOP)
     assert (tracker(stopped)["active"], tracker(stopped)["ended_reason"]) == (False, "user_stop")

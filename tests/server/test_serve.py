@@ -1,12 +1,10 @@
 """``ralphctl serve`` as a process: what it prints, a busy port, and kill -9 with three loops
-mid-iteration (restarted, it finishes all three; every iteration is recorded exactly once)."""
+mid-iteration (restarted, it stops the agents left running and finishes all three; every
+iteration is recorded exactly once)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +15,7 @@ import pytest
 
 from ralphctl.server.client import Client
 from ralphctl.server.locate import read_address, read_token, server_dir
+from tests.engine.victims import asleep_in, live
 from tests.server.conftest import FAST, wait_until
 
 SERVE = [sys.executable, "-m", "ralphctl", "serve", "--port", "0"]
@@ -97,16 +96,16 @@ def test_a_killed_server_loses_no_iteration_and_repeats_none(serve, tmp_path, ne
         )
         for w in workdirs
     ]
-    wait_until(lambda: all((w / "agent.pid").is_file() for w in workdirs), "iteration 2 to run")
+    wait_until(lambda: all(asleep_in(w / "agent.pid") for w in workdirs), "iteration 2 to run")
     running = [client.get(f"/api/loops/{loop['id']}/iterations")[-1] for loop in loops]
     assert [(it["n"], it["status"]) for it in running] == [(2, "running")] * 3
 
     process.kill()  # SIGKILL: no clean-up at all
     process.wait()
-    for workdir in workdirs:  # a crash leaves the agents running; end them as an admin would
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.killpg(int((workdir / "agent.pid").read_text()), signal.SIGKILL)
+    agents = [int((w / "agent.pid").read_text()) for w in workdirs]
+    assert all(live(agent) for agent in agents)  # a crash leaves the agents running
     _, client = serve()
+    assert [live(agent) for agent in agents] == [[]] * 3  # the new server stopped them first
 
     def all_completed() -> bool:
         return all(

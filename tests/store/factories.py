@@ -83,4 +83,6 @@ def finished_iteration(loop_id: str, n: int) -> IterationRecord:
         agent_session_id="8f0c2a2e-session",
         num_turns=4,
         permission_denials=[{"tool_name": "Bash", "tool_use_id": "toolu_1", "detail": "rm"}],
+        agent_pid=40_000 + n,
+        agent_started_at=(T0 + timedelta(minutes=n, milliseconds=20)).astimezone(PLUS_TWO),
     )

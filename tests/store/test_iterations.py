@@ -8,7 +8,9 @@ import pytest
 
 from ralphctl.domain.states import LoopStatus
 from ralphctl.store.repository import Store, StoreError
-from tests.store.factories import PLUS_TWO, finished_iteration, new_loop, started_iteration
+from tests.store.factories import PLUS_TWO, T0, finished_iteration, new_loop, started_iteration
+
+PLUS_TWO_T0 = T0.astimezone(PLUS_TWO)  # the same instant
 
 
 @pytest.fixture
@@ -94,6 +96,37 @@ def test_iterations_left_running_are_marked_interrupted(store: Store, running: s
     assert second.completed_at is not None
     assert second.error_message == ("interrupted: the runner stopped before the iteration finished")
     assert store.interrupt_running_iterations(running) == []
+
+
+def test_running_iterations_are_those_left_running_with_their_agents(
+    store: Store, running: str
+) -> None:
+    store.begin_iteration(started_iteration(running, 1))
+    store.complete_iteration(finished_iteration(running, 1), new_loop(running, iteration=1))
+    store.begin_iteration(started_iteration(running, 2))
+    store.set_iteration_agent(running, 2, 4321, PLUS_TWO_T0)
+
+    assert store.running_iterations(running) == [
+        dataclasses.replace(started_iteration(running, 2), agent_pid=4321, agent_started_at=T0)
+    ]
+    assert store.running_iterations("loop-unknown") == []
+
+
+def test_interrupted_iterations_may_say_what_became_of_their_agents(
+    store: Store, running: str
+) -> None:
+    for n in (1, 2):
+        store.begin_iteration(started_iteration(running, n))
+
+    notes = {2: "its agent (pid 4321) had already exited", 7: "not running: ignored"}
+    assert store.interrupt_running_iterations(running, notes) == [1, 2]
+
+    messages = [it.error_message for it in store.iterations(running)]
+    assert messages == [
+        "interrupted: the runner stopped before the iteration finished",
+        "interrupted: the runner stopped before the iteration finished; "
+        "its agent (pid 4321) had already exited",
+    ]
 
 
 def test_interrupting_touches_only_the_given_loop(store: Store, running: str) -> None:

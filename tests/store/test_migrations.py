@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from ralphctl.store.database import open_engine
 from ralphctl.store.migrations import alembic_config
 from ralphctl.store.repository import Store
 from ralphctl.store.schema import HEAD_REVISION, metadata
 from ralphctl.store.url import resolve_url
+from tests.store.factories import T0, new_loop, started_iteration
 
 TABLES = {"loops", "iterations", "events", "errors", "checkpoints", "alembic_version"}
 
@@ -49,3 +52,29 @@ def test_opening_a_downgraded_database_upgrades_it(store_url: str) -> None:
 
     with Store.open(store_url) as store:
         assert store.list_loops() == []
+
+
+def test_0003_adds_each_iteration_s_agent_and_goes_back_keeping_the_iterations(
+    store_url: str,
+) -> None:
+    with Store.open(store_url) as store:
+        store.create_loop(new_loop("loop-mig"))
+        store.begin_iteration(
+            replace(started_iteration("loop-mig", 1), agent_pid=4321, agent_started_at=T0)
+        )
+    engine = open_engine(resolve_url(store_url))
+
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0002")
+    with engine.connect() as conn:
+        columns = {c["name"] for c in inspect(conn).get_columns("iterations")}
+        kept = conn.execute(text("SELECT loop_id, n, status FROM iterations")).all()
+    assert not columns & {"agent_pid", "agent_started_at"}
+    assert [tuple(row) for row in kept] == [("loop-mig", 1, "running")]
+
+    with engine.begin() as conn:
+        command.upgrade(alembic_config(conn), "0003")
+    engine.dispose()
+    with Store.open(store_url) as store:
+        (iteration,) = store.iterations("loop-mig")
+    assert iteration == started_iteration("loop-mig", 1)  # no agent recorded before 0003

@@ -10,6 +10,10 @@ children included) form one process group that is signalled as a whole:
   a background child that still holds stdout cannot keep the read open. A process that left
   the group (``setsid``) and holds stdout delays the end by ``grace_s`` at most.
 
+``on_spawn`` learns the agent's pid (its process group's id) and the wall-clock time just
+before it was started, so that a caller can record them and a later process can recognise and
+stop an agent whose runner died (``engine/orphans``).
+
 The leader is always reaped before ``run_agent`` returns. ``ProcessOutcome.exit_code`` is the
 exit status as asyncio reports it: ``0..255``, or ``-N`` when signal N killed the agent. A
 program that catches the signal and exits by itself reports its own code instead: Claude Code
@@ -41,21 +45,26 @@ async def run_agent(
     cwd: Path,
     timeout: float | None,
     on_event: Callable[[AgentEvent], None] | None = None,
+    on_spawn: Callable[[int, float], None] | None = None,
     interrupt: asyncio.Event | None = None,
     force: asyncio.Event | None = None,
     grace_s: float = 3.0,
 ) -> IterationResult:
     """Run ``command`` in ``cwd``, feed its stdout to ``parser`` line by line, and return
-    ``parser.finish(outcome)``. ``on_event`` sees each event as it arrives; if it raises, the
+    ``parser.finish(outcome)``. ``on_event`` sees each event as it arrives; ``on_spawn`` is
+    called once with the agent's pid and start time (``time.time()``). If either raises, the
     agent is killed and the exception propagates. A missing or unrunnable executable raises
     AgentUnavailable.
     """
     protocol = _AgentProtocol(parser, on_event)
     started = time.monotonic()
+    spawned_at = time.time()
     transport = await _spawn(protocol, command, cwd)
     pid = transport.get_pid()
     try:
         _send_stdin(transport, command.stdin)
+        if on_spawn is not None:
+            on_spawn(pid, spawned_at)
         timed_out, interrupted = await _wait_for_exit(
             pid,
             protocol.exited,

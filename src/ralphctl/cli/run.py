@@ -157,20 +157,22 @@ def resume_command(
     quiet: bool = QUIET,
     json_out: bool = JSON,
 ) -> None:
-    """Continue a stopped, failed, blocked or crashed loop with its totals intact.
+    """Continue a paused, stopped, failed, blocked or crashed loop with its totals intact
+    (a hook-mode loop: a paused one, in the same Claude Code session).
 
     Budgets may be raised with the same flags as `run`; everything else is as stored.
     """
+    from ralphctl.engine.control import UnsupportedControl, check_resumable
+
     store = open_store(db)
     loop = store.get_loop(loop_id)
     if loop.status is LoopStatus.COMPLETED:
         raise UsageError(f"loop {loop.id} has completed; start a new one with `ralphctl run`")
-    if loop.mode == "hook":
-        raise UsageError(
-            f"loop {loop.id} ran in one Claude Code session (--mode hook), which cannot be "
-            "resumed here: start a new `ralphctl run --mode hook` (its history stays)"
-        )
-    if loop.status is LoopStatus.RUNNING and runner_alive(loop):
+    try:
+        check_resumable(loop)
+    except UnsupportedControl as exc:
+        raise UsageError(str(exc)) from None
+    if loop.status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED) and runner_alive(loop):
         raise UsageError(
             f"loop {loop.id} is running in process {loop.runner_pid} on {loop.runner_host}"
         )
@@ -182,7 +184,12 @@ def resume_command(
     _check_agent(adapter)
     if resolved.config.to_json() != loop.config:
         loop = store.save_loop(_with_config(loop, resolved.config))
-    raise typer.Exit(execute_loop(store, loop, resolved.config, adapter, quiet, json_out))
+    make_runner = (
+        _hook_runner(store, loop, resolved.config, adapter) if loop.mode == "hook" else None
+    )
+    raise typer.Exit(
+        execute_loop(store, loop, resolved.config, adapter, quiet, json_out, make_runner)
+    )
 
 
 # -- running --------------------------------------------------------------------------------
@@ -293,6 +300,25 @@ def run_hook_mode(
         return HookLoopRunner(store, adapter, ready.loop, config, ready.session, observer=observer)
 
     return execute_loop(store, ready.loop, config, adapter, quiet, json_out, make_runner)
+
+
+def _hook_runner(
+    store: Store, loop: LoopRecord, config: LoopConfig, adapter: AgentAdapter
+) -> Callable[[TerminalObserver], Any]:
+    """The runner that continues a paused hook-mode loop's session."""
+    from ralphctl.engine.hookmode.managed import session_of
+    from ralphctl.engine.hookmode.runner import HookLoopRunner
+    from ralphctl.engine.hookmode.setup import HookModeError
+
+    try:
+        session = session_of(loop)
+    except HookModeError as exc:
+        raise UsageError(str(exc)) from None
+
+    def make_runner(observer: TerminalObserver) -> HookLoopRunner:
+        return HookLoopRunner(store, adapter, loop, config, session, observer=observer)
+
+    return make_runner
 
 
 # -- helpers --------------------------------------------------------------------------------

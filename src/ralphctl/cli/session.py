@@ -70,4 +70,6 @@ def _state(info: control.LoopInfo) -> Text:
         return Text(f"unreadable: {info.problem}", "bold red")
     if info.active:
         return Text("active" if info.kind != "pending" else "pending", "bold cyan")
-    return Text(f"ended ({info.ended_reason or 'inactive'})", "green")
+    if info.paused:
+        return Text("paused", "yellow")
+    return Text(info.ended, "green")

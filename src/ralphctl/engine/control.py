@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ralphctl.domain.conditions import ExternalSignal
 from ralphctl.domain.events import EventType
 from ralphctl.domain.states import LoopStatus, StopReason, transition
+from ralphctl.engine.leftovers import interrupt_leftovers
 from ralphctl.engine.sentinels import sentinel_path
 from ralphctl.engine.statefile import ralph_dir
 from ralphctl.store.records import EventRecord, LoopRecord
@@ -26,21 +27,21 @@ if TYPE_CHECKING:  # the store's import is heavy; `ralphctl run` imports this mo
 
 _END_EVENT = {LoopStatus.PAUSED: EventType.PAUSED, LoopStatus.STOPPED: EventType.STOPPED}
 _TARGET = {ExternalSignal.PAUSE: LoopStatus.PAUSED, ExternalSignal.STOP: LoopStatus.STOPPED}
-NO_PAUSE = (
-    "a hook-mode loop is one Claude Code session, which cannot be paused and picked up "
-    "again: stop it instead"
-)
 
 
 class UnsupportedControl(ValueError):
-    """A request the loop's mode cannot honour (pausing a hook-mode loop, or resuming one
-    whose session has run)."""
+    """A request the loop's mode cannot honour (resuming a hook-mode loop whose session ended
+    without a pause)."""
 
 
-def check_pausable(loop: LoopRecord) -> None:
-    """UnsupportedControl for a hook-mode loop."""
-    if loop.mode == "hook":
-        raise UnsupportedControl(f"loop {loop.id}: {NO_PAUSE}")
+def check_resumable(loop: LoopRecord) -> None:
+    """UnsupportedControl for a hook-mode loop that is neither pending nor paused: its
+    session cannot be entered again."""
+    if loop.mode == "hook" and loop.status not in (LoopStatus.PENDING, LoopStatus.PAUSED):
+        raise UnsupportedControl(
+            f"loop {loop.id} ran in one Claude Code session (hook mode), which ended without "
+            "a pause and cannot be entered again: start a new loop (this one's history stays)"
+        )
 
 
 def runner_alive(loop: LoopRecord) -> bool:
@@ -90,12 +91,13 @@ def settle(
     """Pause or stop (for the reason ``why``) a loop that no runner runs; returns it and the
     events recorded.
 
-    Iterations its last runner left running are marked interrupted (and counted); a
-    stopped hook-mode loop's tracker is deactivated. Raises IllegalTransition when the state
-    machine forbids the move.
+    Iterations its last runner left running are marked interrupted (and counted), their
+    agents stopped (``engine/leftovers``); a stopped hook-mode loop's tracker is deactivated.
+    Raises IllegalTransition when the state machine forbids the move.
     """
     transition(loop.status, status)
-    leftovers = store.interrupt_running_iterations(loop.id)
+    found = interrupt_leftovers(store, [loop])[loop.id]
+    leftovers = found.interrupted
     stopped = status is LoopStatus.STOPPED
     reason = why if stopped else None
     loop = store.save_loop(
@@ -114,16 +116,18 @@ def settle(
     summary: dict[str, Any] = {"iteration": loop.iteration, "cost_usd": loop.cost_usd}
     if leftovers:
         summary["interrupted_iterations"] = leftovers
-    events = store.append_events(
-        loop.id,
-        [
-            (
-                str(EventType.STATE_CHANGED),
-                {"status": str(status), "reason": reason_text, "detail": detail},
-            ),
-            (str(_END_EVENT[status]), {"reason": reason_text, **summary}),
-        ],
+    batch: list[tuple[str, dict[str, Any]]] = []
+    if found.agents:
+        agents = [agent.data() for agent in found.agents]
+        batch.append((str(EventType.WARNING), {"message": found.message(), "agents": agents}))
+    batch.append(
+        (
+            str(EventType.STATE_CHANGED),
+            {"status": str(status), "reason": reason_text, "detail": detail},
+        )
     )
+    batch.append((str(_END_EVENT[status]), {"reason": reason_text, **summary}))
+    events = store.append_events(loop.id, batch)
     if loop.mode == "hook" and reason is not None:
         from ralphctl.engine.hookmode.managed import end_session  # only hook mode needs it
 
@@ -142,8 +146,6 @@ def control_directly(
     loop = store.get_loop(loop_id)
     target = _TARGET[signal]
     transition(loop.status, target)
-    if signal is ExternalSignal.PAUSE:
-        check_pausable(loop)
     if loop.status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED) and runner_alive(loop):
         write_sentinel(Path(loop.workdir), signal)
         runner = f"process {loop.runner_pid} on {loop.runner_host}"

@@ -1,8 +1,9 @@
 """``LoopManager``: many loops in one process, with a concurrency limit.
 
 Each running loop is a runner task: a ``LoopRunner`` (fresh context) or a ``HookLoopRunner``
-(one Claude Code session kept going by its Stop hook, which cannot pause nor be resumed once
-its session has run: ``docs/manager.md``). Beyond ``max_concurrent`` new loops wait as
+(one Claude Code session kept going by its Stop hook; paused, the session is continued by the
+next runner, and once it ended otherwise it cannot be entered again: ``docs/manager.md``).
+Beyond ``max_concurrent`` new loops wait as
 pending and start first-come first-served as slots free. Every state change is validated by
 the state machine (``IllegalTransition`` otherwise), stored, then published to subscribers.
 The database is the memory: a manager that crashes or shuts down is replaced by a new one
@@ -31,7 +32,7 @@ from ralphctl.engine.bus import EventBus, Subscription
 from ralphctl.engine.checkpoint import GitError
 from ralphctl.engine.control import (
     UnsupportedControl,
-    check_pausable,
+    check_resumable,
     clear_sentinels,
     runner_alive,
     settle,
@@ -181,7 +182,7 @@ class LoopManager:
 
     async def close(self) -> None:
         """Interrupt every running loop, leaving it to be resumed by the next ``start()``
-        (a hook-mode loop's session ends with its runner: it is stopped, ``interrupted``)."""
+        (a hook-mode loop's session is paused: ``resume`` continues it)."""
         self._closing = True
         if self._retention is not None:
             self._retention.cancel()
@@ -227,13 +228,10 @@ class LoopManager:
         return await self._start(loop, plan)
 
     async def pause(self, loop_id: str, *, now: bool = False) -> LoopRecord:
-        """Pause between iterations, or ``now``: interrupt the running iteration.
-
-        Raises UnsupportedControl for a hook-mode loop (one session cannot be paused).
-        """
+        """Pause between iterations (a hook-mode loop: at its session's next Stop), or
+        ``now``: interrupt the running iteration."""
         loop, running = self._find(loop_id)
         transition(self._status(loop, running), LoopStatus.PAUSED)
-        check_pausable(loop)
         if running is None:
             return self._settle_or_ask(loop, LoopStatus.PAUSED, ExternalSignal.PAUSE)
         if now:
@@ -246,18 +244,14 @@ class LoopManager:
     async def resume(self, loop_id: str) -> LoopRecord:
         """Start a paused, stopped, failed, blocked, pending or orphaned loop again.
 
-        A hook-mode loop only while pending: once its session has run it cannot be entered
-        again (UnsupportedControl).
+        A hook-mode loop while pending or paused: a session that ended otherwise cannot be
+        entered again (UnsupportedControl).
         """
         self._check_open()
         loop, running = self._find(loop_id)
         if running is not None or not self._orphaned(loop):
             transition(self._status(loop, running), LoopStatus.RUNNING)
-        if loop.mode == "hook" and loop.status is not LoopStatus.PENDING:
-            raise UnsupportedControl(
-                f"loop {loop.id} ran in one Claude Code session (hook mode), which cannot be "
-                "entered again: start a new loop (this one's history stays)"
-            )
+        check_resumable(loop)
         self._check_free(Path(loop.workdir), loop.id)
         if len(self._running) >= self.max_concurrent:
             raise ConcurrencyLimitReached(self._full_message())
@@ -323,6 +317,7 @@ class LoopManager:
                 plan.session,
                 observer=relay,
                 control=running.control,
+                external=lambda: self._signal(running),
             )
         else:
             runner = LoopRunner(

@@ -1,12 +1,12 @@
 """Start-up reconciliation: what a manager finds that no runner runs, and what it does with it.
 
 Loops left running, rate limited or pending with no live runner (the last manager crashed or
-shut down) get their unfinished iterations marked interrupted and their stale sentinels
-removed; then they are resumed in order (those that were running first, oldest first), or,
-with ``on_start = "leave_paused"``, paused (pending loops stay pending until resumed). A
-hook-mode loop whose session had begun cannot be entered again: it is stopped
-(``interrupted``) and its tracker deactivated. The sockets of hook-mode runners that died
-are removed.
+shut down) get the agents of their unfinished iterations stopped (``engine/leftovers``), those
+iterations marked interrupted and their stale sentinels removed; then they are resumed in
+order (those that were running first, oldest first), or, with ``on_start = "leave_paused"``,
+paused (pending loops stay pending until resumed). A hook-mode loop whose session had begun
+cannot be entered again: it is stopped (``interrupted``) and its tracker deactivated. The
+sockets of hook-mode runners that died are removed.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from ralphctl.domain.events import EventType
 from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.engine.control import clear_sentinels, settle
 from ralphctl.engine.hookmode.sockets import remove_stale
+from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
 from ralphctl.store.records import EventRecord, LoopRecord
 from ralphctl.store.repository import Store
 
@@ -46,8 +47,9 @@ def reconcile(store: Store, orphaned: Callable[[LoopRecord], bool], resume: bool
     loops = sorted(
         (loop for loop in store.list_loops(ORPHAN_STATUSES) if orphaned(loop)), key=resume_order
     )
+    leftovers = interrupt_leftovers(store, loops)
     for loop in loops:
-        tidied = _tidy(store, loop, found.events)
+        tidied = _tidy(store, loop, leftovers[loop.id], found.events)
         began = tidied.status is not LoopStatus.PENDING
         if began and tidied.mode == "hook":
             _, events = settle(
@@ -62,27 +64,24 @@ def reconcile(store: Store, orphaned: Callable[[LoopRecord], bool], resume: bool
     return found
 
 
-def _tidy(store: Store, loop: LoopRecord, events: list[EventRecord]) -> LoopRecord:
-    leftovers = store.interrupt_running_iterations(loop.id)
+def _tidy(
+    store: Store, loop: LoopRecord, leftovers: Leftovers, events: list[EventRecord]
+) -> LoopRecord:
     workdir = Path(loop.workdir)
-    cleared = clear_sentinels(workdir) if workdir.is_dir() else []
-    if leftovers:
-        loop = store.save_loop(replace(loop, iteration=max([loop.iteration, *leftovers])))
-    if leftovers or cleared:
+    cleared = [str(s) for s in clear_sentinels(workdir)] if workdir.is_dir() else []
+    if leftovers.interrupted:
+        loop = store.save_loop(
+            replace(loop, iteration=max([loop.iteration, *leftovers.interrupted]))
+        )
+    if leftovers.interrupted or cleared:
+        parts = [leftovers.message()] if leftovers.interrupted else []
+        if cleared:
+            parts.append(f"stale sentinel(s) removed: {', '.join(cleared)}")
         data = {
-            "message": _message(leftovers, [str(s) for s in cleared]),
-            "interrupted_iterations": leftovers,
-            "cleared_sentinels": [str(s) for s in cleared],
+            "message": "; ".join(parts),
+            "interrupted_iterations": leftovers.interrupted,
+            "agents": [agent.data() for agent in leftovers.agents],
+            "cleared_sentinels": cleared,
         }
         events.append(store.append_event(loop.id, str(EventType.WARNING), data))
     return loop
-
-
-def _message(leftovers: list[int], cleared: list[str]) -> str:
-    parts = []
-    if leftovers:
-        numbers = ", ".join(map(str, leftovers))
-        parts.append(f"iteration {numbers} was left running by a runner that died: interrupted")
-    if cleared:
-        parts.append(f"stale sentinel(s) removed: {', '.join(cleared)}")
-    return "; ".join(parts)

@@ -50,6 +50,7 @@ from ralphctl.domain.usage_limits import usage_warning
 from ralphctl.engine.assess import Assessment, assess, completion_claim
 from ralphctl.engine.checkpoint import create_checkpoint, is_git_work_tree
 from ralphctl.engine.gates import GateResult, run_gates
+from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
 from ralphctl.engine.progress import fingerprint
 from ralphctl.engine.prompt import PastIteration, PromptContext, build_prompt
 from ralphctl.engine.ratelimit import calls_wait
@@ -112,6 +113,17 @@ class RunControl:
     def request(self, outcome: Interruption) -> None:
         self.outcome = outcome
         self.interrupt.set()
+
+
+@dataclass
+class _Start:
+    """An iteration about to run. It is recorded (``begun``) once its agent has started, so
+    the record carries the agent's pid; ``recordable`` once the loop itself is stored."""
+
+    record: IterationRecord
+    recordable: bool
+    spawned: bool = False
+    begun: bool = False
 
 
 class LoopRunner:
@@ -277,16 +289,16 @@ class LoopRunner:
     async def _iteration(self, n: int) -> tuple[IterationResult, Assessment]:
         prompt = self._prompt(n)
         before = await fingerprint(self.workdir) if self._git else None
-        started = IterationRecord(loop_id=self.loop.id, n=n, started_at=_now())
-        if self.stored:
-            self._begin_iteration(started)
-        agent = asyncio.create_task(self._run_agent(n, prompt))
+        start = _Start(IterationRecord(loop_id=self.loop.id, n=n, started_at=_now()), self.stored)
+        agent = asyncio.create_task(self._run_agent(n, prompt, start))
         if not self.stored:
-            await self._store_new_loop(started, agent)
+            await self._store_new_loop(start, agent)
         try:
             result = await agent
         except AgentUnavailable as exc:
-            self._record(started, IterationResult(is_error=True, error_message=str(exc)), None)
+            self._begin_iteration(start)
+            failed = IterationResult(is_error=True, error_message=str(exc))
+            self._record(start.record, failed, None)
             raise
         detection = completion_claim(result, self.config.marker, prompt)
         gates: list[GateResult] = []
@@ -313,19 +325,29 @@ class LoopRunner:
             usage_limit_wait=self.config.usage_limit_wait,
             now=time.time(),
         )
-        self._record(started, result, assessment)
+        self._record(start.record, result, assessment)
         interval = self.config.checkpoint_interval
         if self._checkpoints and n % interval == 0 and not result.interrupted:
             await self._checkpoint(n)
         return result, assessment
 
-    def _begin_iteration(self, started: IterationRecord) -> None:
-        self.store.begin_iteration(started)
-        self._publish(EventType.ITERATION_STARTED, {"iteration": started.n})
+    def _spawned(self, start: _Start, pid: int, at: float) -> None:
+        """The agent started: record the iteration with it (once the loop is stored)."""
+        started = datetime.fromtimestamp(at, UTC)
+        start.record = replace(start.record, agent_pid=pid, agent_started_at=started)
+        start.spawned = True
+        if start.recordable:
+            self._begin_iteration(start)
 
-    async def _store_new_loop(
-        self, started: IterationRecord, agent: asyncio.Task[IterationResult]
-    ) -> None:
+    def _begin_iteration(self, start: _Start) -> None:
+        """Record that the iteration started (once)."""
+        if start.begun:
+            return
+        self.store.begin_iteration(start.record)
+        start.begun = True
+        self._publish(EventType.ITERATION_STARTED, {"iteration": start.record.n})
+
+    async def _store_new_loop(self, start: _Start, agent: asyncio.Task[IterationResult]) -> None:
         """Open the store in a worker thread while the first agent runs; record the start."""
         assert self._open_store is not None
         try:
@@ -333,14 +355,16 @@ class LoopRunner:
             self.loop = self.store.create_loop(self.loop)
             self._open_store = None
             await self._begin()
-            self._begin_iteration(started)
+            start.recordable = True
+            if start.spawned:  # else once it has (or, if it cannot start, with its failure)
+                self._begin_iteration(start)
         except BaseException:
             self.control.force.set()  # nothing can be recorded: do not leave the agent running
             with contextlib.suppress(BaseException):
                 await agent
             raise
 
-    async def _run_agent(self, n: int, prompt: str) -> IterationResult:
+    async def _run_agent(self, n: int, prompt: str, start: _Start) -> IterationResult:
         request = agent_request(
             self.config,
             prompt=prompt,
@@ -360,6 +384,7 @@ class LoopRunner:
             cwd=self.workdir,
             timeout=self._iteration_timeout(),
             on_event=lambda event: self._agent_event(n, event),
+            on_spawn=lambda pid, at: self._spawned(start, pid, at),
             interrupt=self.control.interrupt,
             force=self.control.force,
         )
@@ -435,7 +460,7 @@ class LoopRunner:
     # -- loop lifecycle ------------------------------------------------------------------
 
     async def _begin(self) -> None:
-        leftovers = self.store.interrupt_running_iterations(self.loop.id)
+        leftovers = await self._leftovers()
         resumed = self.loop.started_at is not None
         if self.loop.status is LoopStatus.RATE_LIMITED and self.loop.rate_limited_until:
             self._parked_until = self.loop.rate_limited_until  # still waits after a restart
@@ -453,7 +478,7 @@ class LoopRunner:
             stop_reason=None,
             stop_detail=None,
             ended_at=None,
-            iteration=max([self.loop.iteration, *leftovers]),
+            iteration=max([self.loop.iteration, *leftovers.interrupted]),
             started_at=self.loop.started_at or _now(),
             runner_pid=os.getpid(),
             runner_host=socket.gethostname(),
@@ -462,9 +487,12 @@ class LoopRunner:
         self.loop = self.store.save_loop(self.loop)
         self._history = self.store.iterations(self.loop.id)
         data: dict[str, Any] = {"iteration": self.loop.iteration, "config": self.config.to_json()}
-        if leftovers:
-            data["interrupted_iterations"] = leftovers
+        if leftovers.interrupted:
+            data["interrupted_iterations"] = leftovers.interrupted
         self._publish(EventType.RESUMED if resumed else EventType.STARTED, data)
+        if leftovers.agents:
+            agents = [agent.data() for agent in leftovers.agents]
+            self._publish(EventType.WARNING, {"message": leftovers.message(), "agents": agents})
         problem = check_state_file(self.workdir)
         if problem:
             self._publish(EventType.WARNING, {"message": problem})
@@ -476,6 +504,14 @@ class LoopRunner:
                 EventType.WARNING,
                 {"message": f"{self.workdir} is not a git work tree: checkpoints are off"},
             )
+
+    async def _leftovers(self) -> Leftovers:
+        """Iterations a runner that died left running: their agents stopped (off the event
+        loop: that takes a moment), then marked interrupted."""
+        if not self.store.running_iterations(self.loop.id):
+            return Leftovers()
+        found = await asyncio.to_thread(interrupt_leftovers, self.store, [self.loop])
+        return found[self.loop.id]
 
     async def _end(self, decision: Decision) -> LoopRecord:
         if decision is INTERRUPTED:

@@ -25,6 +25,7 @@ class LoopInfo:
     path: str
     session_id: str | None = None
     active: bool = False
+    paused: bool = False  # by ralphctl's runner: ``ralphctl resume`` continues it
     iteration: int | None = None
     max_iterations: int | None = None
     completion_marker: str | None = None
@@ -40,6 +41,10 @@ class LoopInfo:
     def to_json(self) -> dict[str, object]:
         return asdict(self)
 
+    @property
+    def ended(self) -> str:
+        return f"ended ({self.ended_reason or 'inactive'})"
+
     def describe(self) -> str:
         """One line for humans."""
         if self.problem:
@@ -47,7 +52,7 @@ class LoopInfo:
         owner = {"pending": "pending, not claimed yet", "legacy": "official plugin state"}
         who = f"session {self.session_id}" if self.session_id else owner.get(self.kind, "?")
         limit = f"/{self.max_iterations}" if self.max_iterations else ""
-        state = "active" if self.active else f"ended ({self.ended_reason or 'inactive'})"
+        state = "active" if self.active else "paused" if self.paused else self.ended
         extra = f", {self.cap_overrides} block-cap override(s)" if self.cap_overrides else ""
         return (
             f"Ralph loop ({who}): {state}, iteration {self.iteration}{limit}, "
@@ -177,6 +182,7 @@ def _info(kind: str, path: str) -> LoopInfo | None:
         path=path,
         session_id=_str(fields.get("session_id")),
         active=active,
+        paused=fields.get("paused") is True,
         iteration=_int(fields.get("iteration")),
         max_iterations=_int(fields.get("max_iterations")),
         completion_marker=_str(fields.get("completion_promise" if legacy else "completion_marker")),

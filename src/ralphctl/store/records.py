@@ -72,6 +72,10 @@ class IterationRecord:
         None  # verification gates run on a claimed completion
     )
     signals: dict[str, Any] | None = None  # what the response analyzer noticed
+    # The agent process (its pid is its process group's id) and when it started: what lets a
+    # later process recognise, and stop, an agent whose runner died (engine/orphans).
+    agent_pid: int | None = None
+    agent_started_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ nothing. Errors reach callers as ``StoreError`` with a message fit for the user.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields, replace
 from datetime import UTC, datetime
@@ -157,8 +157,27 @@ class Store:
             _update_loop(conn, loop)
             return _insert_events(conn, loop.id, events)
 
-    def interrupt_running_iterations(self, loop_id: str) -> list[int]:
-        """Mark iterations left ``running`` (by a runner that died) as interrupted."""
+    def set_iteration_agent(self, loop_id: str, n: int, pid: int, started_at: datetime) -> None:
+        """Record the agent process of an iteration begun before its agent started."""
+        values = {"agent_pid": pid, "agent_started_at": started_at}
+        with self._transaction(f"record the agent of iteration {n}") as conn:
+            conn.execute(_UPDATE_ITERATION, values | {"key_loop_id": loop_id, "key_n": n})
+
+    def running_iterations(self, loop_id: str) -> list[IterationRecord]:
+        """The loop's iterations whose status is ``running``, in order."""
+        query = (
+            select(iterations)
+            .where(iterations.c.loop_id == loop_id, iterations.c.status == "running")
+            .order_by(iterations.c.n)
+        )
+        with self._transaction("read running iterations") as conn:
+            return [IterationRecord(**row._mapping) for row in conn.execute(query)]
+
+    def interrupt_running_iterations(
+        self, loop_id: str, notes: Mapping[int, str] | None = None
+    ) -> list[int]:
+        """Mark iterations left ``running`` (by a runner that died) as interrupted; ``notes``
+        adds to the error message of some of them (by number)."""
         query = (
             update(iterations)
             .where(iterations.c.loop_id == loop_id, iterations.c.status == "running")
@@ -166,7 +185,13 @@ class Store:
             .returning(iterations.c.n)
         )
         with self._transaction("mark running iterations interrupted") as conn:
-            return sorted(conn.execute(query).scalars())
+            interrupted = sorted(conn.execute(query).scalars())
+            for n, note in (notes or {}).items():
+                if n in interrupted:
+                    message = f"{INTERRUPTED_MESSAGE}; {note}"
+                    keys = {"key_loop_id": loop_id, "key_n": n}
+                    conn.execute(_UPDATE_ITERATION, {"error_message": message} | keys)
+            return interrupted
 
     def iterations(self, loop_id: str) -> list[IterationRecord]:
         query = select(iterations).where(iterations.c.loop_id == loop_id).order_by(iterations.c.n)

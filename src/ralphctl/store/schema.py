@@ -28,7 +28,7 @@ from sqlalchemy import (
     TypeDecorator,
 )
 
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -130,6 +130,8 @@ iterations = Table(
     Column("permission_denials", _json(), nullable=False),
     Column("gate_results", _json()),
     Column("signals", _json()),
+    Column("agent_pid", Integer),
+    Column("agent_started_at", UTCDateTime),
     Index("ix_iterations_started_at", "started_at"),
 )
 

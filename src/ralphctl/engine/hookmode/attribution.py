@@ -26,10 +26,12 @@ from ralphctl.store.records import IterationRecord
 class SessionTotals:
     """The totals of each ``claude`` process of one session, from their ``result`` lines."""
 
-    def __init__(self, prices: Mapping[str, Price]) -> None:
+    def __init__(
+        self, prices: Mapping[str, Price], tokens: TokenUsage | None = None, usd: float = 0.0
+    ) -> None:
         self._prices = prices
-        self._tokens = TokenUsage()  # the session's reported totals so far
-        self._usd = 0.0
+        self._tokens = tokens or TokenUsage()  # the session's reported totals so far
+        self._usd = usd
 
     def of_run(
         self, result: IterationResult, own: Usage | None, *, resumed: bool

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ralphctl.domain.conditions import Decision
+from ralphctl.domain.conditions import Action, Decision
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.costs import Cost
 from ralphctl.domain.events import EventType
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ralphctl.store.repository import Store
 
 _END_EVENT = {
+    LoopStatus.PAUSED: EventType.PAUSED,
     LoopStatus.COMPLETED: EventType.COMPLETED,
     LoopStatus.BLOCKED: EventType.BLOCKED,
     LoopStatus.STOPPED: EventType.STOPPED,
@@ -53,9 +54,12 @@ class History:
         self.config = config
         self.observer = observer
         self.open: IterationRecord | None = None
+        self._agent_pid: int | None = None  # the session's claude process, while one runs
+        self._agent_started_at: datetime | None = None
         self._run: list[IterationRecord] = []  # completed during the current claude run
         self._all: list[IterationRecord] = []
-        self._settled_usd = 0.0  # the cost of the runs settled so far, as reported
+        self._settled_usd = loop.cost_usd  # the cost of the runs settled so far, as reported
+        self._ran_before = loop.runtime_s  # before a pause
         self._started = time.monotonic()
         self._state = StateWriter(self.workdir, self._state_failed)
 
@@ -64,7 +68,7 @@ class History:
         return Path(self.loop.workdir)
 
     def runtime(self) -> float:
-        return time.monotonic() - self._started
+        return self._ran_before + time.monotonic() - self._started
 
     def running(self) -> int:
         """The iteration running now (or the next one, between two)."""
@@ -78,22 +82,44 @@ class History:
         )
 
     def begin_loop(self, data: dict[str, Any]) -> None:
+        """The loop starts, or (paused before) resumes."""
         transition(self.loop.status, LoopStatus.RUNNING)
+        resumed = self.loop.started_at is not None
         self.loop = self.store.save_loop(
             replace(
                 self.loop,
                 status=LoopStatus.RUNNING,
-                started_at=_now(),
+                stop_reason=None,
+                stop_detail=None,
+                started_at=self.loop.started_at or _now(),
                 runner_pid=os.getpid(),
                 runner_host=socket.gethostname(),
             )
         )
-        self.publish(EventType.STARTED, {"iteration": 0, "config": self.config.to_json(), **data})
+        data = {"iteration": self.loop.iteration, "config": self.config.to_json(), **data}
+        self.publish(EventType.RESUMED if resumed else EventType.STARTED, data)
         self.write_state()
+
+    def agent_started(self, pid: int, at: float) -> None:
+        """A ``claude`` process of the session started (``at``: epoch seconds); the iterations
+        it runs record it, the open one too."""
+        self._agent_pid, self._agent_started_at = pid, datetime.fromtimestamp(at, UTC)
+        if self.open is not None:
+            self.store.set_iteration_agent(self.loop.id, self.open.n, pid, self._agent_started_at)
+            self.open = replace(self.open, agent_pid=pid, agent_started_at=self._agent_started_at)
+
+    def agent_ended(self) -> None:
+        self._agent_pid = self._agent_started_at = None
 
     def begin(self, n: int) -> None:
         """Iteration ``n`` starts now."""
-        started = IterationRecord(loop_id=self.loop.id, n=n, started_at=_now())
+        started = IterationRecord(
+            loop_id=self.loop.id,
+            n=n,
+            started_at=_now(),
+            agent_pid=self._agent_pid,
+            agent_started_at=self._agent_started_at,
+        )
         self.store.begin_iteration(started)
         self.open = started
         self.publish(EventType.ITERATION_STARTED, {"iteration": n})
@@ -193,25 +219,27 @@ class History:
         self.write_state()
 
     async def end(self, decision: Decision) -> LoopRecord:
-        """The loop's final status, from the ``StopReason`` of ``decision``; the state file
-        is written before it is stored, so nothing of this loop is left to write after."""
+        """The loop's final status (paused, or from the ``StopReason`` of ``decision``); the
+        state file is written before it is stored, so nothing is left to write after."""
         reason = decision.reason
-        assert reason is not None, "a hook-mode loop always ends with a reason"
-        status = reason.status
+        paused = decision.action is Action.PAUSE
+        assert paused or reason is not None, "a hook-mode loop always ends with a reason"
+        status = LoopStatus.PAUSED if reason is None else reason.status
         transition(self.loop.status, status)
         self.loop = replace(
             self.loop,
             status=status,
             stop_reason=reason,
             stop_detail=decision.detail,
-            ended_at=_now(),
+            ended_at=None if paused else _now(),
             runtime_s=self.runtime(),
             runner_pid=None,
         )
         self.write_state()
         await self.flush()
         self.loop = self.store.save_loop(self.loop)
-        changed = {"status": str(status), "reason": str(reason), "detail": decision.detail}
+        why = reason and str(reason)
+        changed = {"status": str(status), "reason": why, "detail": decision.detail}
         self.publish(EventType.STATE_CHANGED, changed)
         totals = {
             "iteration": self.loop.iteration,
@@ -219,7 +247,7 @@ class History:
             "tokens": self.loop.tokens_input + self.loop.tokens_output,
             "runtime_s": round(self.loop.runtime_s, 3),
         }
-        self.publish(_END_EVENT[status], {"reason": str(reason), **totals})
+        self.publish(_END_EVENT[status], {"reason": why, **totals})
         return self.loop
 
     def error(self, kind: str, message: str, context: dict[str, Any]) -> None:

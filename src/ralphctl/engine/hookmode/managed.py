@@ -3,7 +3,8 @@ end of one that no runner will ever run.
 
 The manager arms a hook-mode loop's tracker when it creates the loop (``setup.prepare``), so a
 loop that cannot be armed is refused at once; a queued loop launches later, from what its
-tracker holds. A session only its runner can drive: once that runner is gone the session is
+tracker holds. A paused loop's session is continued (``--resume``) by its next runner. A
+session only its runner can drive: once that runner is gone without a pause, the session is
 not entered again, so such a loop is ended (``end_session``), never resumed.
 """
 
@@ -13,32 +14,60 @@ import time
 from pathlib import Path
 
 from ralphctl.domain.markers import parse_marker
-from ralphctl.domain.states import StopReason
+from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.engine.hookmode.session import Session
 from ralphctl.engine.hookmode.setup import HookModeError, first_prompt
 from ralphctl.hook.arming import Armed
 from ralphctl.hook.clock import iso
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.paths import tracker_path
-from ralphctl.hook.tracker import TrackerError, load, update_fields
+from ralphctl.hook.state import CorruptTracker, loop_state
+from ralphctl.hook.tracker import Tracker, TrackerError, load, update_fields
 from ralphctl.store.records import LoopRecord
 
 
 def session_of(loop: LoopRecord) -> Session:
-    """The session of a stored hook-mode loop that has not run yet; its runtime budget is
-    restarted now (time spent queued does not count). HookModeError if its tracker is gone,
-    unreadable or no longer active."""
+    """The session of a stored hook-mode loop: a new one for a loop that has not run yet (its
+    runtime budget restarts now: time spent queued does not count), the same one continued
+    for a paused loop. HookModeError if its tracker is gone, unreadable or not in that state.
+    """
     path = _tracker(loop)
     try:
         tracker = load(path)
     except TrackerError as exc:
         raise HookModeError(str(exc)) from None
+    assert loop.agent_session_id is not None
+    if loop.started_at is not None:
+        return _continued(loop, path, tracker)
     if tracker is None or tracker.fields.get("active") is not True:
         raise HookModeError(f"the loop's tracker {path} is gone or no longer active")
     update_fields(path, {"started_at": iso(time.time())})
-    assert loop.agent_session_id is not None
     prompt = first_prompt(loop.task, _armed(path, tracker.fields))
     return Session(loop.agent_session_id, path, prompt)
+
+
+def _continued(loop: LoopRecord, path: str, tracker: Tracker | None) -> Session:
+    """A paused loop's session, its tracker active again from the next iteration on (its
+    runtime budget counts the time it ran, not the time it was paused)."""
+    assert loop.agent_session_id is not None
+    if loop.status is not LoopStatus.PAUSED or tracker is None or not tracker.fields.get("paused"):
+        raise HookModeError(
+            f"loop {loop.id} ran in one Claude Code session (hook mode) that was not paused: "
+            "it cannot be entered again; start a new loop (this one's history stays)"
+        )
+    now = time.time()
+    changes: dict[str, Scalar] = {
+        "active": True,
+        "paused": False,
+        "iteration": loop.iteration + 1,
+        "started_at": iso(now - loop.runtime_s),
+    }
+    update_fields(path, changes)
+    try:
+        prompt = loop_state(Tracker(path, tracker.fields | changes, tracker.body), now).reason
+    except CorruptTracker as exc:
+        raise HookModeError(f"the loop's tracker {path} is corrupt: {exc}") from None
+    return Session(loop.agent_session_id, path, prompt, resume=True)
 
 
 def end_session(loop: LoopRecord, reason: StopReason) -> None:

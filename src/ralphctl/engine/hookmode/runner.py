@@ -6,23 +6,27 @@ Claude Code ended the session by itself: after a block (its block cap) the sessi
 resumed with the loop's continue message; after an error (or without a Stop) the running
 iteration is recorded as an error and the session resumed after a back-off, until the
 circuit breaker's threshold of consecutive errors. Every resume is bounded by the budgets.
+
+A pause ends the session's turn at a Stop (or at once, interrupting it); the loop's next
+runner continues the same session with ``--resume``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ralphctl.agents.base import AgentAdapter, AgentUnavailable
 from ralphctl.agents.events import AgentEvent
 from ralphctl.agents.process import run_agent
 from ralphctl.domain.backoff import backoff_delay
-from ralphctl.domain.conditions import Action, Decision, evaluate, remaining
+from ralphctl.domain.conditions import Action, Decision, ExternalSignal, evaluate, remaining
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.model import IterationResult
-from ralphctl.domain.states import StopReason
+from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.domain.stoprules import Budgets, Totals
 from ralphctl.engine.hookmode.attribution import SessionTotals
 from ralphctl.engine.hookmode.history import History
@@ -42,6 +46,13 @@ if TYPE_CHECKING:
 
 MIN_RUN_TIMEOUT_S = 1.0
 STOP_REQUESTED = Decision(Action.STOP, StopReason.USER_STOP, "stop requested")
+PAUSED = Decision(Action.PAUSE, None, "pause requested")
+#: What an interrupt makes of a hook-mode loop (else: stopped, ``interrupted``).
+_INTERRUPTED_AS = {
+    Interruption.STOP: STOP_REQUESTED,
+    Interruption.PAUSE: PAUSED,
+    Interruption.SUSPEND: Decision(Action.PAUSE, None, "paused as its runner shut down"),
+}
 CAPPED = (
     "Claude Code ended the session itself after a block (its block cap, "
     "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, or its own limits): that is not a completion; "
@@ -50,9 +61,10 @@ CAPPED = (
 
 
 class HookLoopRunner:
-    """Runs one hook-mode loop to its end; ``control`` interrupts it: ends the session, and
-    the loop as stopped (``user_stop`` when ``Interruption.STOP`` was asked, else
-    ``interrupted``: one session cannot be paused or suspended)."""
+    """Runs one hook-mode loop until it ends or pauses; ``control`` interrupts it: ends the
+    session's turn, and the loop as stopped (``user_stop`` for ``Interruption.STOP``,
+    ``interrupted`` for ``Interruption.INTERRUPTED``) or paused (``PAUSE``, ``SUSPEND``).
+    ``external`` is asked for stop and pause requests at each Stop."""
 
     def __init__(
         self,
@@ -64,6 +76,7 @@ class HookLoopRunner:
         *,
         observer: LoopObserver | None = None,
         control: RunControl | None = None,
+        external: Callable[[], ExternalSignal | None] | None = None,
     ) -> None:
         self.adapter = adapter
         self.config = config
@@ -73,8 +86,11 @@ class HookLoopRunner:
         self.history = History(store, loop, config, observer=observer)
         self.tracker = TrackerFile(session.tracker, self.history.warn)
         meter = MeteredParser(adapter.new_parser(), config.prices)
-        self.stops = Stops(self.history, session, self.tracker, config, self.control, meter)
-        self._runs = SessionTotals(config.prices)
+        self.stops = Stops(
+            self.history, session, self.tracker, config, self.control, meter, external
+        )
+        # A paused session's reported totals so far are what the loop has recorded.
+        self._runs = SessionTotals(config.prices, self.history.tokens(), loop.cost_usd)
 
     @property
     def loop(self) -> LoopRecord:
@@ -96,18 +112,21 @@ class HookLoopRunner:
                     decision = await self._drive(socket_path, server)
             if history.open is not None:  # begun at a block, never run: the session ended first
                 history.complete("interrupted", error="the loop ended before this iteration ran")
-            if decision is INTERRUPTED and self.control.outcome is Interruption.STOP:
-                decision = STOP_REQUESTED
+            if decision is INTERRUPTED:
+                decision = _INTERRUPTED_AS.get(self.control.outcome, decision)
             return await history.end(decision)
         finally:
             fields = self.tracker.fields()
-            if fields is not None and fields.get("active") is True:  # a later resume must not
-                self.tracker.end(self.loop.stop_reason or StopReason.INTERRUPTED)
+            if fields is not None and fields.get("active") is True:  # no Stop hook goes on
+                if self.loop.status is LoopStatus.PAUSED:
+                    self.tracker.pause(iteration=self.loop.iteration)
+                else:
+                    self.tracker.end(self.loop.stop_reason or StopReason.INTERRUPTED)
             await history.flush()
 
     async def _drive(self, socket_path: str, server: StopServer) -> Decision:
-        prompt, resume = self.session.prompt, False
-        self.history.begin(1)
+        prompt, resume = self.session.prompt, self.session.resume
+        self.history.begin(self.loop.iteration + 1)
         while True:
             try:
                 result = await self._run(prompt, resume, socket_path)
@@ -138,15 +157,19 @@ class HookLoopRunner:
             loop_id=self.loop.id,
             workdir=self.history.workdir,
         )
-        return await run_agent(
-            command,
-            meter,
-            cwd=self.history.workdir,
-            timeout=None if left.runtime_s is None else max(MIN_RUN_TIMEOUT_S, left.runtime_s),
-            on_event=self._agent_event,
-            interrupt=self.control.interrupt,
-            force=self.control.force,
-        )
+        try:
+            return await run_agent(
+                command,
+                meter,
+                cwd=self.history.workdir,
+                timeout=None if left.runtime_s is None else max(MIN_RUN_TIMEOUT_S, left.runtime_s),
+                on_event=self._agent_event,
+                on_spawn=self.history.agent_started,
+                interrupt=self.control.interrupt,
+                force=self.control.force,
+            )
+        finally:
+            self.history.agent_ended()
 
     async def _after_run(self, result: IterationResult, resumed: bool) -> Decision | None:
         """The ``claude`` process ended: the loop's end, or None to resume the session."""
@@ -162,6 +185,8 @@ class HookLoopRunner:
         history.settle(self._runs.of_run(result, stops.meter.reported, resumed=resumed))
         if stops.ended is not None:
             return stops.ended
+        if stops.paused:
+            return PAUSED
         if interrupted:
             return INTERRUPTED
         if fields is None:

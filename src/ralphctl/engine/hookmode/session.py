@@ -8,7 +8,7 @@ user's touched.
 - ``CLAUDE_CODE_STOP_HOOK_BLOCK_CAP`` is raised above the loop's bound, so that Claude Code
   does not end a run of text-only iterations after 8 blocks.
 - The first run starts the session with ``--session-id``; later runs (after Claude Code ended
-  the session itself) continue it with ``--resume``.
+  the session itself, or after a pause) continue it with ``--resume``.
 """
 
 from __future__ import annotations
@@ -33,11 +33,13 @@ RESERVED_ARGS = ("--settings", "--session-id", "--resume", "-r", "--continue", "
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    """One hook-mode session: its id, the loop's tracker and the first prompt."""
+    """One hook-mode session: its id, the loop's tracker and the prompt of its next run;
+    ``resume``: the session has run before (a paused loop), the prompt continues it."""
 
     session_id: str
     tracker: str
     prompt: str
+    resume: bool = False
 
 
 def reserved_args(agent_args: Sequence[str]) -> list[str]:

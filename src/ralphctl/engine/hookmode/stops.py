@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from functools import partial
 
 from ralphctl.agents.events import AgentEvent, PermissionDenied
@@ -37,7 +38,10 @@ DECIDED_ALONE = "(decided by the Stop hook alone: the runner did not answer in t
 
 class Stops:
     """Decides and records one session's Stops. ``ended``: the decision that ended the loop;
-    ``fatal``: a recording failure, raised by the runner once the agent has stopped."""
+    ``paused``: a pause ended the session's turn; ``fatal``: a recording failure, raised by
+    the runner once the agent has stopped. ``external`` (the manager's requests and sentinel
+    files) is asked at each Stop the loop would go on from; without it, ``.ralph/stop`` and
+    ``.ralph/pause`` are read."""
 
     def __init__(
         self,
@@ -47,6 +51,7 @@ class Stops:
         config: LoopConfig,
         control: RunControl,
         meter: MeteredParser,
+        external: Callable[[], ExternalSignal | None] | None = None,
     ) -> None:
         self.history = history
         self.session = session
@@ -54,7 +59,9 @@ class Stops:
         self.config = config
         self.control = control
         self.meter = meter
+        self.external = external or (lambda: read_sentinel(history.workdir))
         self.ended: Decision | None = None
+        self.paused = False
         self.fatal: Exception | None = None
         self.decided = 0  # Stops decided in the current claude run
         self._last: tuple[bytes, int] | None = None
@@ -72,7 +79,7 @@ class Stops:
         session, text = _stop_input(request.raw)
         if (session or request.session_id) != self.session.session_id:
             return NOT_OURS  # e.g. a nested claude: its own hook decides, as a standalone one
-        if self.control.interrupt.is_set() or self.ended is not None:
+        if self.control.interrupt.is_set() or self.ended is not None or self.paused:
             return ALLOW
         if self._last == (request.raw, self.meter.messages):
             return ALLOW  # the same Stop from a second copy of the hook: the first one decided
@@ -80,8 +87,12 @@ class Stops:
         self.decided += 1
         self._write_totals()
         line, record = respond(request.raw, request.argv, self._env, time.time())
-        if record is not None and record.stop_reason is None and self._stop_requested():
-            line = self._stop_now(record)
+        if record is not None and record.stop_reason is None:
+            signal = self.external()
+            if signal is ExternalSignal.STOP:
+                line = self._stop_now(record)
+            elif signal is ExternalSignal.PAUSE:
+                line = self._pause_now(record)
         then = partial(self._record_safely, record, self.meter.take(), text or "")
         return Reply(decided=True, line=line, then=then)
 
@@ -131,7 +142,7 @@ class Stops:
             return  # no active loop any more (cancelled): the session ends now
         if record.stop_reason is not None:
             self.ended = Decision(Action.STOP, StopReason(record.stop_reason), record.stop_detail)
-        else:
+        elif not self.paused:
             history.begin(history.loop.iteration + 1)
 
     def _catch_up(self, n: int) -> None:
@@ -152,13 +163,6 @@ class Stops:
         cost = self.history.loop.cost_usd + usage.cost_usd
         self.tracker.update({"cost_usd": cost, "tokens": tokens})
 
-    def _stop_requested(self) -> bool:
-        """A ``.ralph/stop`` sentinel (``ralphctl loops stop``); a pause cannot be honoured."""
-        signal = read_sentinel(self.history.workdir)
-        if signal is ExternalSignal.PAUSE:
-            self.history.warn("a hook-mode loop cannot pause: the request is ignored")
-        return signal is ExternalSignal.STOP
-
     def _stop_now(self, record: StopRecord) -> str:
         """Turn the block just decided into the loop's end (a stop request)."""
         n = record.iteration
@@ -167,6 +171,13 @@ class Stops:
         return json.dumps(
             {"systemMessage": f"Ralph loop stopped at iteration {n}: stop requested."}
         )
+
+    def _pause_now(self, record: StopRecord) -> str:
+        """Turn the block just decided into the end of the session's turn (a pause)."""
+        n = record.iteration
+        self.tracker.pause(iteration=n)
+        self.paused = True
+        return json.dumps({"systemMessage": f"Ralph loop paused at iteration {n}."})
 
     def _warn_unpriced(self) -> None:
         for model in sorted(self.meter.unpriced - self._unpriced):

@@ -40,6 +40,11 @@ class TrackerFile:
         ended: dict[str, Scalar] = {"active": False, "ended_reason": str(reason)}
         self.update(ended | {"ended_at": iso(time.time())} | changes)
 
+    def pause(self, **changes: Scalar) -> None:
+        """Deactivate it for a pause: no Stop hook continues the session meanwhile."""
+        paused: dict[str, Scalar] = {"active": False, "paused": True, "last_decision": "allow"}
+        self.update(paused | changes)
+
     def continue_message(self) -> str:
         """What a resumed session is told: the loop's continue message, as a block says it."""
         try:

@@ -5,11 +5,11 @@ import { barChart, lineChart, timeline } from "./charts.js";
 import { badge, batcher, count, dateTime, drawIn, duration, elapsed, h, meter, short, time, usd } from "./dom.js";
 
 const LOG_SIZE = 300;
-// freshOnly: a hook-mode loop (one Claude Code session) cannot pause, nor resume once it ran.
+// hookWhen: where a hook-mode loop differs (one Claude Code session, continued only if paused).
 const CONTROLS = [
-  { action: "pause", label: "Pause", when: ["running", "rate_limited"], freshOnly: true },
-  { action: "pause?now=true", label: "Pause now", when: ["running"], freshOnly: true },
-  { action: "resume", label: "Resume", when: ["paused", "stopped", "failed", "blocked"], freshOnly: true },
+  { action: "pause", label: "Pause", when: ["running", "rate_limited"] },
+  { action: "pause?now=true", label: "Pause now", when: ["running"] },
+  { action: "resume", label: "Resume", when: ["paused", "stopped", "failed", "blocked"], hookWhen: ["paused"] },
   { action: "stop", label: "Stop", when: ["pending", "running", "paused", "rate_limited"] },
 ];
 
@@ -58,8 +58,9 @@ export function mount(root, { id, onStatus, onError }) {
       h("details", {}, h("summary", {}, "task"), h("pre", { class: "task" }, loop.task)),
     );
     controls.replaceChildren(
-      ...CONTROLS.map(({ action, label, when, freshOnly }) => {
-        const disabled = !when.includes(loop.status) || (freshOnly && loop.mode === "hook");
+      ...CONTROLS.map(({ action, label, when, hookWhen }) => {
+        const allowed = loop.mode === "hook" && hookWhen ? hookWhen : when;
+        const disabled = !allowed.includes(loop.status);
         return h("button", { type: "button", "data-action": action, disabled, onclick: () => control(action) }, label);
       }),
     );
