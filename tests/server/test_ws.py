@@ -34,6 +34,11 @@ def seqs(events: list[dict[str, Any]]) -> list[int]:
 
 def test_the_first_message_is_a_snapshot_of_every_loop(client, new_workdir):
     loop = client.post("/api/loops", json=loop_body(new_workdir(), SLOW)).json()
+    # Once its first iteration has started, the slow loop is quiet for 30 s.
+    wait_until(
+        lambda: client.get("/api/events").json()[-1]["event_type"] == "iteration_started",
+        "the first iteration to start",
+    )
 
     with client.websocket_connect("/ws/events", headers=AUTH) as socket:
         snapshot = socket.receive_json()
