@@ -7,6 +7,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -45,6 +46,24 @@ def test_processes_opening_a_new_database_at_once_all_succeed(store_url: str) ->
     for store in stores:
         assert store.list_loops() == []
         store.close()
+
+
+def test_switching_to_wal_waits_for_a_writer_holding_the_database(tmp_path: Path) -> None:
+    # SQLite refuses the switch at once, without its busy timeout, while a writer holds the
+    # lock: what happens when processes open a new database at once and one is migrating it.
+    path = tmp_path / "r.db"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.3, writer.execute, ["ROLLBACK"])
+    release.start()
+
+    engine = open_engine(resolve_url(str(path)))
+
+    release.join()
+    writer.close()
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    engine.dispose()
 
 
 def test_sqlite_connections_use_wal_and_enforce_foreign_keys(tmp_path: Path) -> None:
