@@ -144,4 +144,4 @@ def _utc_hour(conn: Connection, column: ColumnElement[Any]) -> ColumnElement[str
 
 
 def _reading(store: Store, what: str) -> AbstractContextManager[Connection]:
-    return store._transaction(f"read {what}")
+    return store.transaction(f"read {what}")

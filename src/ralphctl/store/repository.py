@@ -82,14 +82,14 @@ class Store:
 
     def create_loop(self, loop: LoopRecord) -> LoopRecord:
         stored = replace(loop, updated_at=_now())
-        with self._transaction("create the loop") as conn:
+        with self.transaction("create the loop") as conn:
             conn.execute(insert(loops).values(_loop_values(stored)))
         return stored
 
     def get_loop(self, loop_id_or_prefix: str) -> LoopRecord:
         """The loop with this exact id, else the one loop whose id starts with it (>= 4 chars)."""
         key = loop_id_or_prefix
-        with self._transaction("read the loop") as conn:
+        with self.transaction("read the loop") as conn:
             row = conn.execute(select(loops).where(loops.c.id == key)).first()
             if row is None and len(key) >= MIN_PREFIX:
                 prefixed = func.substr(loops.c.id, 1, len(key)) == key
@@ -120,12 +120,12 @@ class Store:
             query = query.where(loops.c.status.in_([str(s) for s in statuses]))
         if workdir is not None:
             query = query.where(loops.c.workdir == workdir)
-        with self._transaction("list loops") as conn:
+        with self.transaction("list loops") as conn:
             return [_loop(row) for row in conn.execute(query)]
 
     def save_loop(self, loop: LoopRecord) -> LoopRecord:
         """Write back every mutable field; returns the record with its new ``updated_at``."""
-        with self._transaction("save the loop") as conn:
+        with self.transaction("save the loop") as conn:
             return _update_loop(conn, loop)
 
     # Iterations
@@ -133,7 +133,7 @@ class Store:
     def begin_iteration(self, iteration: IterationRecord) -> None:
         """Record that an iteration started (status ``running``)."""
         values = _values(replace(iteration, status="running"))
-        with self._transaction(f"record the start of iteration {iteration.n}") as conn:
+        with self.transaction(f"record the start of iteration {iteration.n}") as conn:
             conn.execute(_INSERT_ITERATION, values)
 
     def complete_iteration(
@@ -150,7 +150,7 @@ class Store:
             raise ValueError(f"iteration of loop {iteration.loop_id!r} given with loop {loop.id!r}")
         values = {k: v for k, v in _values(iteration).items() if k not in _ITERATION_KEYS}
         values |= {"key_loop_id": iteration.loop_id, "key_n": iteration.n}
-        with self._transaction(f"record iteration {iteration.n}") as conn:
+        with self.transaction(f"record iteration {iteration.n}") as conn:
             result = conn.execute(_UPDATE_ITERATION, values)
             if result.rowcount == 0:
                 raise StoreError(f"iteration {iteration.n} of loop {loop.id!r} was never begun")
@@ -160,7 +160,7 @@ class Store:
     def set_iteration_agent(self, loop_id: str, n: int, pid: int, started_at: datetime) -> None:
         """Record the agent process of an iteration begun before its agent started."""
         values = {"agent_pid": pid, "agent_started_at": started_at}
-        with self._transaction(f"record the agent of iteration {n}") as conn:
+        with self.transaction(f"record the agent of iteration {n}") as conn:
             conn.execute(_UPDATE_ITERATION, values | {"key_loop_id": loop_id, "key_n": n})
 
     def running_iterations(self, loop_id: str) -> list[IterationRecord]:
@@ -170,7 +170,7 @@ class Store:
             .where(iterations.c.loop_id == loop_id, iterations.c.status == "running")
             .order_by(iterations.c.n)
         )
-        with self._transaction("read running iterations") as conn:
+        with self.transaction("read running iterations") as conn:
             return [IterationRecord(**row._mapping) for row in conn.execute(query)]
 
     def interrupt_running_iterations(
@@ -184,7 +184,7 @@ class Store:
             .values(status="interrupted", completed_at=_now(), error_message=INTERRUPTED_MESSAGE)
             .returning(iterations.c.n)
         )
-        with self._transaction("mark running iterations interrupted") as conn:
+        with self.transaction("mark running iterations interrupted") as conn:
             interrupted = sorted(conn.execute(query).scalars())
             for n, note in (notes or {}).items():
                 if n in interrupted:
@@ -195,7 +195,7 @@ class Store:
 
     def iterations(self, loop_id: str) -> list[IterationRecord]:
         query = select(iterations).where(iterations.c.loop_id == loop_id).order_by(iterations.c.n)
-        with self._transaction("read iterations") as conn:
+        with self.transaction("read iterations") as conn:
             return [IterationRecord(**row._mapping) for row in conn.execute(query)]
 
     def iteration_starts_since(self, since: datetime, loop_id: str | None = None) -> list[datetime]:
@@ -205,7 +205,7 @@ class Store:
         query = select(started).where(started >= since).order_by(started)
         if loop_id is not None:
             query = query.where(iterations.c.loop_id == loop_id)
-        with self._transaction("read when iterations started") as conn:
+        with self.transaction("read when iterations started") as conn:
             return list(conn.execute(query).scalars())
 
     # Events and errors
@@ -218,7 +218,7 @@ class Store:
         self, loop_id: str, batch: Sequence[tuple[str, dict[str, Any]]]
     ) -> list[EventRecord]:
         """Store several events in one transaction, in order."""
-        with self._transaction("record events") as conn:
+        with self.transaction("record events") as conn:
             return _insert_events(conn, loop_id, batch)
 
     def events_since(
@@ -228,7 +228,7 @@ class Store:
         query = select(events).where(events.c.seq > seq).order_by(events.c.seq).limit(limit)
         if loop_id is not None:
             query = query.where(events.c.loop_id == loop_id)
-        with self._transaction("read events") as conn:
+        with self.transaction("read events") as conn:
             return [EventRecord(**row._mapping) for row in conn.execute(query)]
 
     def add_error(
@@ -248,7 +248,7 @@ class Store:
             "context": context,
             "created_at": created_at,
         }
-        with self._transaction("record the error") as conn:
+        with self.transaction("record the error") as conn:
             error_id = conn.execute(
                 insert(errors).values(values).returning(errors.c.id)
             ).scalar_one()
@@ -256,7 +256,7 @@ class Store:
 
     def errors(self, loop_id: str) -> list[ErrorRecord]:
         query = select(errors).where(errors.c.loop_id == loop_id).order_by(errors.c.id)
-        with self._transaction("read errors") as conn:
+        with self.transaction("read errors") as conn:
             return [ErrorRecord(**row._mapping) for row in conn.execute(query)]
 
     # Checkpoints
@@ -272,7 +272,7 @@ class Store:
             "snapshot": snapshot,
             "created_at": created_at,
         }
-        with self._transaction("record the checkpoint") as conn:
+        with self.transaction("record the checkpoint") as conn:
             checkpoint_id = conn.execute(
                 insert(checkpoints).values(values).returning(checkpoints.c.id)
             ).scalar_one()
@@ -282,12 +282,14 @@ class Store:
         query = (
             select(checkpoints).where(checkpoints.c.loop_id == loop_id).order_by(checkpoints.c.id)
         )
-        with self._transaction("read checkpoints") as conn:
+        with self.transaction("read checkpoints") as conn:
             return [CheckpointRecord(**row._mapping) for row in conn.execute(query)]
 
     @contextmanager
-    def _transaction(self, doing: str) -> Iterator[Connection]:
-        """A connection whose work is committed on success and rolled back on any error."""
+    def transaction(self, doing: str) -> Iterator[Connection]:
+        """A connection whose work is committed on success and rolled back on any error, which
+        becomes ``StoreError("cannot <doing>: …")``. For queries kept in their own modules
+        (``metrics``, ``retention``)."""
         try:
             with self._engine.begin() as conn:
                 yield conn

@@ -17,7 +17,7 @@ def prune_events(store: Store, keep: int) -> int:
         raise ValueError(f"keep must be >= 1, not {keep}")
     over = select(events.c.loop_id).group_by(events.c.loop_id).having(func.count() > keep)
     deleted = 0
-    with store._transaction("trim the event history") as conn:
+    with store.transaction("trim the event history") as conn:
         for loop_id in conn.execute(over).scalars().all():
             newest = (
                 select(events.c.seq)
