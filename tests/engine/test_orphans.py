@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from ralphctl.engine.orphans import Agent, Outcome, stop_orphans
-from tests.engine.victims import Spawn, exec_done, live, wait_for
+from tests.engine.victims import Spawn, live, runs, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -120,7 +120,7 @@ def test_a_group_whose_processes_are_not_of_the_loop_is_left_alone(spawn):
     agent, at = spawn("env -u RALPHCTL_LOOP_ID sleep 300 & echo $!")
     assert agent.stdout is not None
     child = int(agent.stdout.readline())
-    wait_for(lambda: psutil.Process(child).name() == "sleep" and exec_done(child))
+    wait_for(lambda: runs(child, "sleep"))
     agent.wait()
 
     (stopped,) = stop_orphans([Agent(agent.pid, at, LOOP)])

@@ -70,6 +70,14 @@ def exec_done(pid: int) -> bool:
         return False
 
 
+def runs(pid: int, program: str) -> bool:
+    """The process runs ``program``, its exec done."""
+    try:
+        return psutil.Process(pid).name() == program and exec_done(pid)
+    except psutil.Error:
+        return False
+
+
 def wait_for(condition: Callable[[], bool], timeout: float = 10) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -82,7 +90,9 @@ def spawner() -> Iterator[Spawn]:
     """``spawn(script, loop_id=..., members=1)`` starts ``sh -c SCRIPT`` as a runner starts an
     agent (a new session, ``RALPHCTL_LOOP_ID`` in its environment), waits for ``members`` of
     its group to run (or for it to exit), and returns it with the start time a runner would
-    record. Every group started is killed at the end."""
+    record. Ready means the leader runs ``sh`` (PROGRAM for a script ``exec PROGRAM …``): before
+    its exec a child shows this process's environment, and during one none. Every group
+    started is killed at the end."""
     started: list[Popen] = []
 
     def spawn(script: str, *, loop_id: str, members: int = 1) -> tuple[Popen, float]:
@@ -93,8 +103,10 @@ def spawner() -> Iterator[Spawn]:
         )
         started.append(process)
 
+        leader = script.split()[1] if script.startswith("exec ") else "sh"
+
         def ready() -> bool:
-            settled = len(live(process.pid)) >= members and exec_done(process.pid)
+            settled = len(live(process.pid)) >= members and runs(process.pid, leader)
             return settled or process.poll() is not None
 
         wait_for(ready)
