@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 NODE_INSTALLED := node_modules/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit reliability bench clean
 
 demo: $(INSTALLED)
 	$(BIN)/ralphctl demo
@@ -25,6 +25,12 @@ typecheck: $(INSTALLED)
 
 unit: $(INSTALLED)
 	$(BIN)/pytest
+
+# The longer variants of the reliability tests (kill -9 matrix, hook fuzz, parallel Stops,
+# schemathesis): only the tests marked `reliability`, their counts scaled up.
+reliability: $(INSTALLED) $(NODE_INSTALLED)
+	bash scripts/ensure-postgres
+	RALPHCTL_RELIABILITY=long $(BIN)/pytest -m reliability
 
 bench: $(INSTALLED)
 	$(BIN)/python bench/overhead.py

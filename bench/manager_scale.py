@@ -48,19 +48,19 @@ def rss_kib() -> int:
 
 
 async def measure(n: int, root: Path) -> dict[str, float]:
-    from ralphctl.domain.config import LoopConfig
-    from ralphctl.engine.manager import LoopManager, LoopSpec
+    from ralphctl.engine.manager import LoopManager
+    from ralphctl.engine.starting import LoopRequest
     from ralphctl.store.repository import Store
 
     script = root / "script.json"
     script.write_text(json.dumps({"steps": [STEP]}))
-    config = LoopConfig(
-        max_iterations=ITERATIONS,
-        cooldown=0,
-        checkpoint_interval=0,
-        agent="scripted",
-        script=str(script),
-    )
+    settings = {
+        "max_iterations": ITERATIONS,
+        "cooldown": 0,
+        "checkpoint_interval": 0,
+        "agent": "scripted",
+        "script": str(script),
+    }
     workdirs = [root / f"work-{i}" for i in range(n)]
     for workdir in workdirs:
         workdir.mkdir()
@@ -78,14 +78,14 @@ async def measure(n: int, root: Path) -> dict[str, float]:
 
     sampler = asyncio.create_task(sample())
     cpu, wall = time.process_time(), time.perf_counter()
-    specs = [LoopSpec(task="benchmark", workdir=workdir, config=config) for workdir in workdirs]
-    await asyncio.gather(*(manager.create(spec) for spec in specs))
+    requests = [LoopRequest("benchmark", workdir, settings) for workdir in workdirs]
+    await asyncio.gather(*(manager.create(request) for request in requests))
     while manager.running_ids:
         await asyncio.sleep(SAMPLE_S)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     sampler.cancel()
     await manager.close()
-    iterations = manager.stats().total_iterations
+    iterations = manager.stats().all_time.iterations
     store.close()
     return {
         "n": n,

@@ -1,121 +1,239 @@
-"""Per-iteration orchestration overhead of `ralphctl run`, against a bare shell loop.
+"""What `ralphctl run` adds to the agent's own time, on the path a user takes.
 
-Both run the same minimal fake agent (the scripted agent, one step that edits nothing) the
-same number of times, in one run of this script:
+The user's path: the claude adapter, default settings, a git repository. The agent is a fake
+``claude`` (bench/fake_claude.py: standard library only, one edit per run, the stream-json of a
+one-turn session) selected with RALPHCTL_CLAUDE_BIN. The only setting changed is the cooldown
+(0: it is a deliberate wait, not overhead); no user or project configuration file is read, and
+the database is the default one (SQLite in the user data directory, a scratch XDG_DATA_HOME).
+The baseline, measured in the same run, is a bare shell loop running the same fake agent:
 
-    shell loop : for i in 1..N: RALPHCTL_ITERATION=i python -m ralphctl.agents.scripted_agent S
-    ralphctl   : ralphctl run --agent scripted --script S --max-iterations N --cooldown 0
+    shell loop : for i in 1..N: echo prompt | fake_claude -p --output-format stream-json ...
+    ralphctl   : ralphctl run --task ... --max-iterations N --cooldown 0 --workdir ...
 
-overhead per iteration = the slope of ralphctl's wall time between a short run (N/5
-iterations) and a long one (N), minus the shell loop's time per iteration: fixed costs
-(start-up, opening the database, the final summary) cancel out.
-Start-up to the first spawn: from launching `ralphctl run` to iteration 1's `started_at`,
-which the runner takes right before it spawns the agent.
+- per-iteration overhead: the slope of ralphctl's time between a short run and a long one
+  (both multiples of the default checkpoint interval, so checkpoint commits count at their
+  real rate), minus the shell loop's time per iteration; fixed costs cancel out;
+- on repositories of growing size, against one ``git status`` of the same repository (on
+  20,000 files also with checkpoints off, to show what the checkpoint commits add);
+- start-up to the first spawn: from launching ``ralphctl run`` to the moment the runner
+  spawned the first agent (the iteration's ``agent_started_at``);
+- fixed cost of a run: the wall time of a one-iteration run minus one agent run;
+- variants on the small repository: the same fake agent in a directory that is not a git
+  repository, and the old benchmark's setting (the scripted agent, no git, no-progress off).
 
-Budgets (printed, never asserted): <= 10 ms per iteration; <= 300 ms start-up to first spawn.
+Every figure is printed as wall-clock and CPU time (user + system of ralphctl and everything it
+ran): on a busy machine the wall clock also counts waiting for a CPU, the CPU time does not.
+Budgets (on the wall clock; printed next to the figures, never asserted): <= 10 ms per
+iteration on a small repository; <= one ``git status`` + 10 ms per iteration on 20,000 files;
+<= 300 ms start-up to the first spawn; <= 500 ms fixed cost of a run.
 
-    .venv/bin/python bench/overhead.py [N] [ROUNDS]
+    .venv/bin/python bench/overhead.py [--rounds R] [--sizes 1000,10000,20000,100000]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
-ITERATIONS = int(sys.argv[1]) if len(sys.argv) > 1 else 50
-ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+from git_repos import IDENTITY, git_status, make_repository
+from timing import Cost, median, timed
+
 BIN = Path(sys.executable).parent
-SCRIPT = {"steps": [{"text": "nothing to do", "cost_usd": 0.0001, "tokens": {"input": 1}}]}
+FAKE_CLAUDE = Path(__file__).with_name("fake_claude.py")
+SMALL_REPOSITORY = 50
+DEFAULT_SIZES = "1000,10000,20000,100000"
+BIG = 20_000
+ONE_ITERATION_RUNS = 5
+SCRIPTED = {"steps": [{"text": "nothing to do", "cost_usd": 0.0001, "tokens": {"input": 1}}]}
 
 
-def shell_loop(workdir: Path, script: Path) -> float:
-    agent = f"{sys.executable} -m ralphctl.agents.scripted_agent {script}"
-    loop = (
-        f"for i in $(seq 1 {ITERATIONS}); do "
-        f"echo prompt | RALPHCTL_ITERATION=$i {agent} > /dev/null || exit 1; done"
-    )
-    start = time.perf_counter()
-    subprocess.run(["sh", "-c", loop], cwd=workdir, check=True)
-    return time.perf_counter() - start
+@dataclass(frozen=True)
+class Agent:
+    """How both loops run the agent: ralphctl's flags and the shell loop's command."""
+
+    run_flags: tuple[str, ...]
+    shell_command: str
 
 
-def ralphctl_loop(workdir: Path, script: Path, db: Path, iterations: int) -> tuple[float, float]:
-    command = [
-        str(BIN / "ralphctl"),
-        "run",
-        "--task",
-        "benchmark",
-        "--agent",
-        "scripted",
-        "--script",
-        str(script),
-        "--max-iterations",
-        str(iterations),
-        "--cooldown",
-        "0",
-        "--checkpoint-interval",
-        "0",
-        "--quiet",
-        "--db",
-        str(db),
-        "--workdir",
-        str(workdir),
-    ]
-    launched = time.time()
-    start = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    wall = time.perf_counter() - start
-    if result.returncode != 1:  # 1: stopped by max_iterations, as intended
-        raise SystemExit(f"ralphctl run failed ({result.returncode}):\n{result.stderr}")
-    with sqlite3.connect(db) as conn:
-        (first,) = conn.execute("SELECT started_at FROM iterations WHERE n = 1").fetchone()
-    startup = _epoch(first) - launched
-    return wall, startup
+@dataclass(frozen=True)
+class Overhead:
+    agent: Cost  # the shell loop's time per iteration (ms): the agent itself
+    added: Cost  # what ralphctl adds per iteration (ms)
 
 
-def _epoch(stored: str) -> float:
-    moment = datetime.fromisoformat(stored)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.now().astimezone().tzinfo)
-    return moment.timestamp()
+class Bench:
+    """Runs both loops in one scratch directory with a clean environment and one database,
+    where a user's is (under the user data directory)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.claude = self._install_fake_claude()
+        self.env = _clean_environment(root, self.claude)
+        self.db = root / "data" / "ralphctl" / "ralphctl.db"
+
+    def claude_agent(self, *flags: str) -> Agent:
+        """The fake claude; ``flags`` for ``ralphctl run`` (none: the defaults)."""
+        return Agent(flags, f"{self.claude} -p --output-format stream-json --verbose")
+
+    def scripted_agent(self) -> Agent:
+        script = self.root / "script.json"
+        script.write_text(json.dumps(SCRIPTED))
+        command = f"{sys.executable} -m ralphctl.agents.scripted_agent {script}"
+        return Agent(("--agent", "scripted", "--script", str(script)), command)
+
+    def overhead(self, workdir: Path, agent: Agent, short: int, long: int, rounds: int) -> Overhead:
+        """Medians over ``rounds`` of the agent's cost and ralphctl's overhead per iteration."""
+        agents, added = [], []
+        for _ in range(rounds):
+            shell = self.shell_loop(workdir, agent, long) / long
+            short_run = self.ralphctl(workdir, agent, short)
+            long_run = self.ralphctl(workdir, agent, long)
+            agents.append(shell.ms())
+            added.append(((long_run - short_run) / (long - short) - shell).ms())
+        return Overhead(median(agents), median(added))
+
+    def shell_loop(self, workdir: Path, agent: Agent, iterations: int) -> Cost:
+        loop = (
+            f"for i in $(seq 1 {iterations}); do echo prompt | "
+            f"RALPHCTL_ITERATION=$i {agent.shell_command} > /dev/null || exit 1; done"
+        )
+        return timed(["sh", "-c", loop], workdir, self.env)[0]
+
+    def ralphctl(self, workdir: Path, agent: Agent, iterations: int) -> Cost:
+        """The cost of one ``ralphctl run`` that ends on its iteration budget."""
+        command = [
+            str(BIN / "ralphctl"),
+            "run",
+            "--task",
+            "benchmark",
+            *agent.run_flags,
+            "--max-iterations",
+            str(iterations),
+            "--cooldown",
+            "0",
+            "--workdir",
+            str(workdir),
+        ]
+        cost, stderr = timed(command, workdir, self.env, expect=1)  # 1: a limit ended it
+        with sqlite3.connect(self.db) as conn:
+            ran, reason = conn.execute(
+                "SELECT iteration, stop_reason FROM loops ORDER BY created_at DESC LIMIT 1"
+            ).fetchone()
+        if (ran, reason) != (iterations, "max_iterations"):
+            raise SystemExit(
+                f"ralphctl run: {ran} of {iterations} iterations, ended by {reason}:\n{stderr}"
+            )
+        return cost
+
+    def one_iteration(self, workdir: Path, agent: Agent) -> tuple[float, Cost]:
+        """A one-iteration run: from its launch to its agent's spawn (ms), and its cost."""
+        launched = time.time()
+        cost = self.ralphctl(workdir, agent, 1)
+        with sqlite3.connect(self.db) as conn:
+            (spawned,) = conn.execute(
+                "SELECT i.agent_started_at FROM iterations i JOIN loops l ON l.id = i.loop_id"
+                " WHERE i.n = 1 ORDER BY l.created_at DESC LIMIT 1"
+            ).fetchone()
+        spawned_at = datetime.fromisoformat(spawned).replace(tzinfo=UTC)  # SQLite: naive UTC
+        return (spawned_at.timestamp() - launched) * 1000, cost.ms()
+
+    def _install_fake_claude(self) -> Path:
+        """The fake agent as an executable run by this interpreter without site packages."""
+        target = self.root / "claude"
+        target.write_text(f"#!{sys.executable} -IS\n{FAKE_CLAUDE.read_text()}")
+        target.chmod(0o755)
+        return target
+
+
+def _clean_environment(root: Path, claude: Path) -> dict[str, str]:
+    """No user or project settings and no RALPHCTL_* overrides but the fake claude's path."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RALPHCTL_")}
+    env.update(IDENTITY)
+    env["XDG_CONFIG_HOME"] = str(root / "config")
+    env["XDG_DATA_HOME"] = str(root / "data")
+    env["RALPHCTL_CLAUDE_BIN"] = str(claude)
+    return env
+
+
+def report_small(bench: Bench, rounds: int) -> None:
+    workdir = make_repository(bench.root / "small", SMALL_REPOSITORY)
+    claude = bench.claude_agent()
+    bench.ralphctl(workdir, claude, 1)  # creates the database, as a user's first run did
+    per = bench.overhead(workdir, claude, short=10, long=40, rounds=rounds)
+    runs = [bench.one_iteration(workdir, claude) for _ in range(ONE_ITERATION_RUNS)]
+    startup = statistics.median(spawn for spawn, _ in runs)
+    fixed = median([cost - per.agent for _, cost in runs])
+    print(f"small git repository ({SMALL_REPOSITORY} files), claude adapter, defaults")
+    _header()
+    _row("agent run (shell loop), per iteration", per.agent)
+    _row("ralphctl overhead, per iteration", per.added, "<= 10 ms")
+    print(f"  {'start-up to first spawn':<40} {startup:9.1f} {'':>9}   <= 300 ms")
+    _row("fixed cost of a run (N=1 wall - agent)", fixed, "<= 500 ms")
+
+
+def report_variants(bench: Bench, rounds: int) -> None:
+    plain = bench.root / "not-git"
+    plain.mkdir()
+    claude = bench.overhead(plain, bench.claude_agent(), short=10, long=40, rounds=rounds)
+    old = bench.root / "old-benchmark"
+    old.mkdir()
+    (old / "ralphctl.toml").write_text("[loops.defaults]\nno_progress_threshold = false\n")
+    scripted = bench.overhead(old, bench.scripted_agent(), short=10, long=40, rounds=rounds)
+    print("variants: ralphctl overhead per iteration")
+    _row("claude adapter, not a git directory", claude.added)
+    _row("scripted, no git, no-progress off (old)", scripted.added)
+
+
+def report_sizes(bench: Bench, sizes: list[int], rounds: int) -> None:
+    print("ralphctl overhead per iteration by repository size (claude adapter, defaults)")
+    print(f"  {'files':>8} {'git status':>21} {'overhead':>21}   budget (wall)")
+    for files in sizes:
+        workdir = make_repository(bench.root / f"files{files}", files)
+        status_before = git_status(workdir)
+        long = 15 if files > BIG else 25
+        per = bench.overhead(workdir, bench.claude_agent(), short=5, long=long, rounds=rounds)
+        status = median([status_before, git_status(workdir)])
+        budget = f"<= {status.wall + 10:.0f} ms (git status + 10)" if files == BIG else ""
+        print(f"  {files:>8} {_pair(status)} {_pair(per.added)}   {budget}")
+        if files == BIG:  # what the checkpoint commits (every 5 iterations) add to it
+            agent = bench.claude_agent("--checkpoint-interval", "0")
+            alone = bench.overhead(workdir, agent, short=5, long=long, rounds=rounds)
+            print(f"  {'':>8} {'checkpoints off:':>21} {_pair(alone.added)}")
+
+
+def _header() -> None:
+    print(f"  {'':<40} {'wall ms':>9} {'CPU ms':>9}   budget (wall)")
+
+
+def _row(label: str, cost: Cost, budget: str = "") -> None:
+    print(f"  {label:<40} {cost.wall:9.1f} {cost.cpu:9.1f}   {budget}")
+
+
+def _pair(cost: Cost) -> str:
+    return f"{cost.wall:7.1f} ms {cost.cpu:6.1f} CPU"
 
 
 def main() -> None:
-    print(f"orchestration overhead: {ITERATIONS} iterations x {ROUNDS} rounds, cooldown 0")
-    shells, overheads, startups = [], [], []
-    for _ in range(ROUNDS):
-        with tempfile.TemporaryDirectory() as tmp:
-            root = Path(tmp)
-            workdir = root / "work"
-            workdir.mkdir()
-            # the fake agent changes nothing: keep the no-progress breaker out of the way
-            (workdir / "ralphctl.toml").write_text(
-                "[loops.defaults]\nno_progress_threshold = false\n"
-            )
-            script = root / "script.json"
-            script.write_text(json.dumps(SCRIPT))
-            shell = shell_loop(workdir, script)
-            short = max(1, ITERATIONS // 5)
-            wall_short, startup = ralphctl_loop(workdir, script, root / "short.db", short)
-            wall_long, _ = ralphctl_loop(workdir, script, root / "long.db", ITERATIONS)
-        shells.append(shell / ITERATIONS * 1000)
-        slope = (wall_long - wall_short) / (ITERATIONS - short)
-        overheads.append((slope - shell / ITERATIONS) * 1000)
-        startups.append(startup * 1000)
-    shell_ms = statistics.median(shells)
-    overhead_ms = statistics.median(overheads)
-    startup_ms = statistics.median(startups)
-    print(f"  bare shell loop, per iteration : {shell_ms:8.1f} ms  (the agent itself)")
-    print(f"  ralphctl overhead, per iteration: {overhead_ms:8.1f} ms  (budget <= 10 ms)")
-    print(f"  ralphctl start-up to 1st spawn : {startup_ms:8.1f} ms  (budget <= 300 ms)")
-    print(f"  overhead / agent run           : {overhead_ms / shell_ms:8.2f}x")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per figure (median)")
+    parser.add_argument("--sizes", default=DEFAULT_SIZES, help="repository sizes, in files")
+    args = parser.parse_args()
+    sizes = [int(size) for size in args.sizes.split(",") if size]
+    print(f"ralphctl run against a shell loop of the same fake claude; {args.rounds} rounds")
+    with tempfile.TemporaryDirectory(prefix="ralphctl-bench-") as tmp:
+        bench = Bench(Path(tmp))
+        report_small(bench, args.rounds)
+        report_variants(bench, args.rounds)
+        report_sizes(bench, sizes, max(1, args.rounds - 1))
 
 
 if __name__ == "__main__":

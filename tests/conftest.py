@@ -16,10 +16,26 @@ import pytest
 
 from ralphctl.store.repository import Store
 from tests.pg import create_schema, find_bin_dir, postgres_server
+from tests.reliability import figures as reliability_figures
 
 pytest_plugins = ["tests.realcli.fixtures"]
 
 FAKE_CLAUDE = Path(__file__).with_name("hookmode") / "fake_claude.py"
+
+
+@pytest.fixture(scope="session")
+def figures() -> Callable[[reliability_figures.Figure], None]:
+    """Records a reliability test's figures for the table printed at the end of the run."""
+    return reliability_figures.record
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The reliability figures recorded in this run, as one table."""
+    if not reliability_figures.RECORDED:
+        return
+    terminalreporter.write_sep("=", "reliability figures")
+    for line in reliability_figures.table(reliability_figures.RECORDED):
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -28,7 +44,7 @@ def postgres_server_url() -> Iterator[str]:
     bin_dir = find_bin_dir()
     if bin_dir is None:
         reason = (
-            "PostgreSQL server binaries (initdb, pg_ctl) not found:"
+            "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found:"
             " run scripts/ensure-postgres or set RALPHCTL_PG_BIN"
         )
         if os.environ.get("CI") or os.environ.get("RALPHCTL_REQUIRE_POSTGRES") == "1":

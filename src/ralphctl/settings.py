@@ -1,7 +1,10 @@
 """Where settings come from: defaults < user config < ralphctl.toml < flags.
 
-``[loops.defaults]`` and ``[loops.costs]`` make a loop's ``LoopConfig``; the rest of ``[loops]``
-and ``[server]`` configure the manager and the server (``resolve_settings``).
+``[loops.defaults]``, ``[loops.costs]`` and ``[loops.llm]`` make a loop's ``LoopConfig``; the
+rest of ``[loops]`` and ``[server]`` configure the manager and the server
+(``resolve_settings``). Every command reads a file the same way (``read_settings_file``): the
+whole file is checked, and every problem in it (unknown table or key, invalid value) is
+reported at once, each with the file, the table and the key.
 """
 
 from __future__ import annotations
@@ -9,11 +12,19 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ralphctl.domain.config import ConfigInvalid, LoopConfig
+from ralphctl.domain import numbers
+from ralphctl.domain.config import (
+    ALIASES,
+    ConfigInvalid,
+    LoopConfig,
+    canonical,
+    closest,
+    suggestion,
+)
 
 PROJECT_FILE = "ralphctl.toml"
 ON_START = ("resume", "leave_paused")
@@ -49,37 +60,153 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
-def _table(data: Mapping[str, Any], name: str, path: Path) -> dict[str, Any]:
-    """``data[name]`` (``{}`` when absent), which must be a table named ``[name]``."""
-    table = data.get(name.rpartition(".")[2], {})
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [{name}] must be a table")
-    return table
+# -- one file, checked as a whole ------------------------------------------------------------
 
 
-def _file(path: Path) -> dict[str, Any]:
-    return read_toml(path) if path.is_file() else {}
+@dataclass(frozen=True, slots=True)
+class SettingsFile:
+    """What one configuration file sets, every value checked (empty for a missing file)."""
+
+    loop_defaults: dict[str, Any] = field(default_factory=dict)  # LoopConfig field -> value
+    loops: dict[str, Any] = field(default_factory=dict)  # [loops] manager settings
+    server: dict[str, Any] = field(default_factory=dict)  # [server]
 
 
-#: ``[loops.llm]`` key -> LoopConfig field.
-_LLM_FIELDS = {"model": "model", "max_tokens": "max_output_tokens"}
+def read_settings_file(path: Path) -> SettingsFile:
+    """Read and check ``path`` as a whole; ConfigError listing every problem in it."""
+    if not path.is_file():
+        return SettingsFile()
+    problems = _Problems(path)
+    data = read_toml(path)
+    for key in data:
+        if key not in _TOP_LEVEL:
+            problems.unknown_top_level(key, data[key])
+    loops = problems.table(data, "loops")
+    server = problems.table(data, "server")
+    found = SettingsFile(
+        loop_defaults=_loop_defaults(loops, problems),
+        loops=problems.checked("loops", loops, _MANAGER_CHECKS["loops"], skip=_LOOP_TABLES),
+        server=problems.checked("server", server, _MANAGER_CHECKS["server"]),
+    )
+    problems.raise_any()
+    return found
 
 
-def _loop_defaults(path: Path) -> dict[str, Any]:
-    """``[loops.defaults]``, with ``[loops.costs]`` as its ``costs`` and ``[loops.llm]``
-    (``model``, ``max_tokens``) as its ``model`` and ``max_output_tokens``."""
-    loops = _table(_file(path), "loops", path)
-    defaults = _table(loops, "loops.defaults", path)
-    costs = _table(loops, "loops.costs", path)
-    given = defaults.get("costs", {})
+def _loop_defaults(loops: Mapping[str, Any], problems: _Problems) -> dict[str, Any]:
+    """``[loops.defaults]``, with ``[loops.costs]`` as its ``costs`` and ``[loops.llm]`` keys
+    as theirs (``_LLM_FIELDS``), every value checked."""
+    given_defaults = problems.table(loops, "loops.defaults")
+    try:
+        layer = canonical(given_defaults)
+    except ConfigInvalid as exc:
+        problems.add_all("loops.defaults", exc.errors)
+        return {}
+    # field -> (table, key there): errors name the key as the user wrote it (an alias too)
+    tables = {ALIASES.get(key, key): ("loops.defaults", key) for key in given_defaults}
+    costs = problems.table(loops, "loops.costs")
+    given = layer.get("costs", {})
     if costs and isinstance(given, dict):  # anything else is LoopConfig's to report
-        defaults = {**defaults, "costs": {**given, **costs}}
-    for key, value in _table(loops, "loops.llm", path).items():
-        if key not in _LLM_FIELDS:
-            known = ", ".join(_LLM_FIELDS)
-            raise ConfigError(f"{path}: [loops.llm] {key}: unknown setting; known: {known}")
-        defaults = {**defaults, _LLM_FIELDS[key]: value}
-    return defaults
+        layer["costs"] = {**given, **costs}
+        tables["costs"] = ("loops.costs", "")
+    for key, value in problems.table(loops, "loops.llm").items():
+        if key in _LLM_FIELDS:
+            layer[_LLM_FIELDS[key]] = value
+            tables[_LLM_FIELDS[key]] = ("loops.llm", key)
+        else:
+            problems.unknown_key("loops.llm", key, _LLM_FIELDS)
+    try:
+        LoopConfig.from_mapping(layer)
+    except ConfigInvalid as exc:
+        for name, problem in exc.errors.items():
+            table, key = tables.get(name, ("loops.defaults", name))
+            problems.add(table, key or None, problem)
+    return layer
+
+
+class _Problems:
+    """Every problem found in one file, then one ConfigError listing them all."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines: list[str] = []
+
+    def add(self, table: str, key: str | None, problem: str) -> None:
+        where = f"[{table}]" if key is None else f"[{table}] {key}"
+        self.lines.append(f"{self.path}: {where}: {problem}")
+
+    def add_all(self, table: str, errors: Mapping[str, str]) -> None:
+        for key, problem in errors.items():
+            self.add(table, key, problem)
+
+    def table(self, data: Mapping[str, Any], name: str) -> dict[str, Any]:
+        """``data``'s table ``name`` (its last dotted part), ``{}`` when absent or not one."""
+        value = data.get(name.rpartition(".")[2], {})
+        if isinstance(value, dict):
+            return value
+        self.lines.append(f"{self.path}: [{name}] must be a table, not {value!r}")
+        return {}
+
+    def unknown_top_level(self, key: str, value: object) -> None:
+        """A top-level key we do not know: a mistyped table (its sub-tables named, with a
+        suggestion), or a setting written outside its table."""
+        known = ", ".join(f"[{table}]" for table in _TOP_LEVEL)
+        if not isinstance(value, dict):
+            home = _home_table(key)
+            hint = f"; it belongs in [{home}]" if home else ""
+            self.lines.append(f"{self.path}: {key}: unknown top-level setting{hint}")
+            return
+        guess = closest(key, _TOP_LEVEL)
+        inner = [name for name, item in value.items() if isinstance(item, dict)]
+        for name in [f".{part}" for part in inner] or [""]:
+            hint = f"; did you mean [{guess}{name}]?" if guess else ""
+            self.lines.append(f"{self.path}: [{key}{name}]: unknown table{hint} (known: {known})")
+
+    def unknown_key(self, table: str, key: str, known: Mapping[str, Any]) -> None:
+        self.add(table, key, f"unknown setting; known: {', '.join(known)}{suggestion(key, known)}")
+
+    def checked(
+        self,
+        table: str,
+        values: Mapping[str, Any],
+        checks: Mapping[str, Callable[[object], Any]],
+        skip: tuple[str, ...] = (),
+    ) -> dict[str, Any]:
+        """The values of ``[table]`` that pass their check (the others become problems)."""
+        result: dict[str, Any] = {}
+        for key, value in values.items():
+            if key in skip:
+                continue
+            if key not in checks and isinstance(value, dict):
+                hint = f"; did you mean [{table}.{guess}]?" if (guess := closest(key, skip)) else ""
+                self.add(f"{table}.{key}", None, f"unknown table{hint}")
+                continue
+            if key not in checks:
+                self.unknown_key(table, key, {**checks, **dict.fromkeys(skip)})
+                continue
+            try:
+                result[key] = checks[key](value)
+            except ValueError as exc:
+                self.add(table, key, str(exc))
+        return result
+
+    def raise_any(self) -> None:
+        if self.lines:
+            count = len(self.lines)
+            head = f"invalid configuration ({count} problem{'s' if count > 1 else ''}):"
+            raise ConfigError("\n  ".join([head, *self.lines]))
+
+
+def _home_table(key: str) -> str | None:
+    """The table a setting written at the top level belongs in."""
+    if key in LoopConfig.field_names() or key in ALIASES:
+        return "loops.defaults"
+    for table, checks in _MANAGER_CHECKS.items():
+        if key in checks:
+            return table
+    return None
+
+
+# -- a loop's configuration ---------------------------------------------------------------------
 
 
 def resolve_loop_config(
@@ -90,28 +217,34 @@ def resolve_loop_config(
     extra: tuple[str, Mapping[str, Any]] | None = None,
 ) -> ResolvedConfig:
     """Merge every layer and validate once; ``base`` is a stored config (for resume), ``extra``
-    a named layer between the files and the flags (a workflow's settings)."""
-    layers: list[tuple[str, Mapping[str, Any]]] = (
-        [("stored", base)]
-        if base
-        else [
-            (str(user_config_path()), _loop_defaults(user_config_path())),
-            (str(workdir / PROJECT_FILE), _loop_defaults(workdir / PROJECT_FILE)),
-        ]
-    )
+    a named layer between the files and the flags (a workflow's settings).
+
+    The files are checked as a whole, as every command checks them, even on resume (where the
+    stored config replaces their ``[loops.defaults]``).
+    """
+    files = [(str(path), read_settings_file(path).loop_defaults) for path in _paths(workdir)]
+    layers: list[tuple[str, Mapping[str, Any]]] = [("stored", base)] if base else [*files]
     if extra is not None:
         layers.append(extra)
     layers.append(("flag", {k: v for k, v in (overrides or {}).items() if v is not None}))
     merged: dict[str, Any] = {}
     sources = dict.fromkeys(LoopConfig.field_names(), "default")
-    for origin, values in layers:
-        for key, value in values.items():
-            merged[key] = value
-            sources[key] = origin
     try:
+        for origin, values in layers:
+            for key, value in canonical(values).items():
+                merged[key] = value
+                sources[key] = origin
         return ResolvedConfig(LoopConfig.from_mapping(merged), sources)
     except ConfigInvalid as exc:
         raise ConfigError(_explain(exc, sources)) from None
+
+
+def _paths(project_dir: Path | None) -> list[Path]:
+    """The configuration files, lowest layer first."""
+    paths = [user_config_path()]
+    if project_dir is not None:
+        paths.append(project_dir / PROJECT_FILE)
+    return paths
 
 
 def _explain(exc: ConfigInvalid, sources: Mapping[str, str]) -> str:
@@ -133,6 +266,7 @@ class LoopsSettings:
     max_concurrent: int = 5  # loops running at once; more wait as pending
     on_start: str = "resume"  # what a starting manager does with loops left active
     event_retention: int = 10_000  # events kept per loop (older ones are deleted)
+    transcript_retention_days: int = 0  # iterations' full output kept this long (0: forever)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,49 +285,28 @@ class Settings:
 
 
 def resolve_settings(project_dir: Path | None = None) -> Settings:
-    """``[loops]`` and ``[server]`` from the user config, then ``project_dir/ralphctl.toml``."""
-    paths = [user_config_path()]
-    if project_dir is not None:
-        paths.append(project_dir / PROJECT_FILE)
+    """``[loops]`` and ``[server]`` from the user config, then ``project_dir/ralphctl.toml``;
+    each file is checked as a whole (its loop tables too)."""
     values: dict[str, dict[str, Any]] = {"loops": {}, "server": {}}
     sources: dict[str, str] = {}
     for section, settings in (("loops", LoopsSettings), ("server", ServerSettings)):
         sources |= {f"{section}.{f.name}": "default" for f in fields(settings)}
-    for path in paths:
-        data = _file(path)
-        for section, resolved in values.items():
-            for key, value in _section(data, section, path).items():
-                resolved[key] = _checked(section, key, value, path)
-                sources[f"{section}.{key}"] = str(path)
+    for path in _paths(project_dir):
+        found = read_settings_file(path)
+        for section, given in (("loops", found.loops), ("server", found.server)):
+            values[section] |= given
+            sources |= {f"{section}.{key}": str(path) for key in given}
     return Settings(LoopsSettings(**values["loops"]), ServerSettings(**values["server"]), sources)
-
-
-def _section(data: Mapping[str, Any], section: str, path: Path) -> dict[str, Any]:
-    table = _table(data, section, path)
-    if section == "loops":
-        table = {k: v for k, v in table.items() if k not in _LOOP_CONFIG_TABLES}
-    known = _CHECKS[section]
-    unknown = sorted(set(table) - set(known))
-    if unknown:
-        allowed = ", ".join([*known, *(_LOOP_CONFIG_TABLES if section == "loops" else ())])
-        raise ConfigError(f"{path}: [{section}] {unknown[0]}: unknown setting; known: {allowed}")
-    return table
-
-
-def _checked(section: str, key: str, value: object, path: Path) -> Any:
-    try:
-        return _CHECKS[section][key](value)
-    except ValueError as exc:
-        raise ConfigError(f"{path}: [{section}] {key}: {exc}") from None
 
 
 def _whole(minimum: int, maximum: int | None = None) -> Callable[[object], int]:
     def check(value: object) -> int:
+        if maximum is None:
+            return numbers.whole(value, minimum=minimum)
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"must be a whole number, not {value!r}")
-        if value < minimum or (maximum is not None and value > maximum):
-            bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-            raise ValueError(f"must be {bound}, not {value}")
+        if not minimum <= value <= maximum:
+            raise ValueError(f"must be between {minimum} and {maximum}, not {value}")
         return value
 
     return check
@@ -214,12 +327,16 @@ def _host(value: object) -> str:
     return value.strip()
 
 
-_LOOP_CONFIG_TABLES = ("defaults", "costs", "llm")
-_CHECKS: dict[str, dict[str, Callable[[object], Any]]] = {
+_TOP_LEVEL = ("loops", "server")
+_LOOP_TABLES = ("defaults", "costs", "llm")
+#: ``[loops.llm]`` key -> LoopConfig field.
+_LLM_FIELDS = {"model": "model", "max_tokens": "max_output_tokens", "temperature": "temperature"}
+_MANAGER_CHECKS: dict[str, dict[str, Callable[[object], Any]]] = {
     "loops": {
         "max_concurrent": _whole(1),
         "on_start": _choice(*ON_START),
         "event_retention": _whole(100),
+        "transcript_retention_days": _whole(0),
     },
     "server": {"host": _host, "port": _whole(1, 65535)},
 }

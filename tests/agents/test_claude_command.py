@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import replace
@@ -10,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from ralphctl.agents.base import AgentRequest, AgentUnavailable
-from ralphctl.agents.claude import ClaudeAdapter
+from ralphctl.agents.base import AgentRequest, AgentUnavailable, ProcessOutcome, StopHook
+from ralphctl.agents.claude import BLOCK_CAP_ENV, ClaudeAdapter, block_cap
+from ralphctl.agents.events import ToolCall
 
 
 @pytest.fixture
@@ -210,3 +212,63 @@ def test_the_output_token_limit_goes_in_the_environment() -> None:
     command = ClaudeAdapter().build_command(request(max_output_tokens=8000))
     assert command.env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] == "8000"
     assert "CLAUDE_CODE_MAX_OUTPUT_TOKENS" not in ClaudeAdapter().build_command(request()).env
+
+
+# --- same-session runs (hook mode) ---------------------------------------------------------
+
+HOOK = StopHook(command="python -I -S hook.py stop", timeout_s=30, max_blocks=16)
+
+
+def test_a_stop_hook_becomes_a_settings_layer_for_this_session_only() -> None:
+    hook = replace(HOOK, disabled_plugins=("ralphctl@ralphctl",))
+    args = list(argv(stop_hook=hook))
+    settings = json.loads(args[args.index("--settings") + 1])
+    assert settings == {
+        "hooks": {
+            "Stop": [{"hooks": [{"type": "command", "command": HOOK.command, "timeout": 30}]}]
+        },
+        "enabledPlugins": {"ralphctl@ralphctl": False},
+    }
+
+
+def test_a_resumed_session_is_continued_by_its_id() -> None:
+    args = list(argv(resume=True))
+    assert args[args.index("--resume") + 1] == "sess-1"
+    assert "--session-id" not in args
+
+
+def test_the_block_cap_lets_the_loops_bound_of_stops_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(BLOCK_CAP_ENV, raising=False)
+    env = ClaudeAdapter().build_command(request(stop_hook=HOOK)).env
+    assert env[BLOCK_CAP_ENV] == "16"
+
+
+def test_a_higher_or_disabled_block_cap_of_the_user_is_kept() -> None:
+    assert block_cap(16, None) == "16"
+    assert block_cap(16, "8") == "16"
+    assert block_cap(16, "200") == "200"
+    assert block_cap(16, "0") == "0"
+    assert block_cap(16, "many") == "16"
+
+
+@pytest.mark.parametrize("extra", [("--settings=a.json",), ("-r", "id"), ("--session-id", "x")])
+def test_a_same_session_run_refuses_user_flags_that_take_the_session_away(
+    extra: tuple[str, ...],
+) -> None:
+    with pytest.raises(ValueError, match="sets the session and its settings itself"):
+        argv(*extra, stop_hook=HOOK)
+
+
+def test_the_edit_tools_are_marked_as_file_edits_live_and_in_the_result() -> None:
+    parser = ClaudeAdapter().new_parser()
+    live: list[ToolCall] = []
+    for name in ("Edit", "Read"):
+        block = {"type": "tool_use", "id": name, "name": name, "input": {"file_path": "a.py"}}
+        line = {"type": "assistant", "message": {"id": name, "content": [block]}}
+        live += [e for e in parser.feed(json.dumps(line).encode()) if isinstance(e, ToolCall)]
+    result = parser.finish(ProcessOutcome(exit_code=0, duration_ms=1, stderr_tail=""))
+    assert [(call.name, call.edits_files) for call in live] == [("Edit", True), ("Read", False)]
+    assert [(tool.name, tool.edits_files) for tool in result.tool_uses] == [
+        ("Edit", True),
+        ("Read", False),
+    ]

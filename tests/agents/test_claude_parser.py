@@ -5,6 +5,7 @@ from __future__ import annotations
 from ralphctl.agents.events import (
     ApiRetry,
     Finished,
+    MessageUsage,
     PermissionDenied,
     RateLimitSignal,
     SessionStarted,
@@ -13,7 +14,8 @@ from ralphctl.agents.events import (
     ToolOutput,
 )
 from ralphctl.domain.model import PermissionDenial, RateLimitInfo, TokenUsage
-from tests.agents.streams import cassette_lines, exited, replay, replay_lines
+from tests.agents.streams import REAL_CLI_CASSETTES, cassette_lines, exited, replay, replay_lines
+from tests.realcli.harness import OLDEST_VERSION
 
 SESSION = "11111111-2222-4333-8444-555555555555"
 
@@ -21,17 +23,26 @@ SESSION = "11111111-2222-4333-8444-555555555555"
 def test_a_tool_using_turn_becomes_events_in_stream_order() -> None:
     events, _ = replay("tool_use_turn")
 
-    assert events == [
+    assert [e for e in events if not isinstance(e, MessageUsage)] == [
         SessionStarted(SESSION, "claude-opus-5-5", "2.1.330"),
         RateLimitSignal("allowed", 1788436200.0, "five_hour"),
         TextChunk("I will create the file."),
-        ToolCall("Write", "toolu_01", "/w/hello.py"),
+        ToolCall("Write", "toolu_01", "/w/hello.py", edits_files=True),
         ToolCall("Bash", "toolu_02", "python hello.py && echo ok"),
         ToolOutput("toolu_01", is_error=False),
         ToolOutput("toolu_02", is_error=True),
         TextChunk("Done: hello.py prints hello."),
         Finished(is_error=False, cost_usd=0.084256),
     ]
+
+
+def test_every_assistant_line_reports_its_messages_usage_and_the_output_it_shows() -> None:
+    events, _ = replay("tool_use_turn")
+    usage = [e for e in events if isinstance(e, MessageUsage)]
+
+    assert {e.message_id for e in usage} == {"msg_01", "msg_02"}
+    assert all(e.model == "claude-opus-5-5" for e in usage)
+    assert usage[0].shown_chars == len("I will create the file.")
 
 
 def test_tokens_and_cost_come_from_the_result_line_not_from_each_block() -> None:
@@ -108,7 +119,7 @@ def test_permission_denials_come_from_the_result_line() -> None:
     denied = (
         "Claude requested permissions to write to /w/notes.txt, but you haven't granted it yet."
     )
-    assert PermissionDenied("Write", denied) in events
+    assert PermissionDenied("Write", denied, "toolu_01") in events
     assert result.permission_denials == (PermissionDenial("Write", "toolu_01", "/w/notes.txt"),)
     assert not result.is_error  # denials are reported, the run itself succeeded
 
@@ -215,3 +226,22 @@ def test_a_timeout_or_an_interrupt_makes_the_iteration_an_error() -> None:
     assert interrupted.is_error
     assert interrupted.interrupted
     assert interrupted.error_message == "interrupted: the agent was stopped on request"
+
+
+def test_an_old_clis_api_error_status_is_read_from_its_error_text() -> None:
+    # The oldest supported CLI has no api_error_status: "API Error: 429 {json}" is all it says.
+    folder = REAL_CLI_CASSETTES / f"claude-{OLDEST_VERSION}"
+    statuses = {}
+    for name in ("rate_limited_429", "overloaded_529"):
+        lines = (folder / f"{name}.jsonl").read_bytes().splitlines()
+        _, result = replay_lines(lines, exited(1))
+        assert result.is_error
+        assert result.assistant_error == "unknown"
+        statuses[name] = result.api_error_status
+    assert statuses == {"rate_limited_429": 429, "overloaded_529": 529}
+
+
+def test_an_error_status_in_a_successful_runs_text_is_not_an_api_error() -> None:
+    line = b'{"type":"result","is_error":false,"result":"API Error: 429 was handled."}'
+    _, result = replay_lines([line])
+    assert result.api_error_status is None

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ralphctl.agents.claude import ClaudeStreamParser
-from ralphctl.agents.events import AgentEvent, ToolOutput
+from ralphctl.agents.events import AgentEvent, RawLine, ToolOutput
 from tests.agents.streams import cassette_lines, exited
 
 BIG = 70_000  # well past the size where the shortcut applies
@@ -97,12 +97,12 @@ def test_a_large_user_line_of_plain_text_gives_no_event() -> None:
     assert ClaudeStreamParser().feed(line) == []
 
 
-def test_a_large_user_line_cut_off_by_a_kill_is_an_unparsed_line() -> None:
+def test_a_large_user_line_cut_off_by_a_kill_is_an_unparsed_line_shown_as_printed() -> None:
     block = tool_result("toolu_1", "q" * BIG, None, ["tool_use_id", "type", "content"])
     line = user_line([block], structured="q")[: BIG // 2]
     parser = ClaudeStreamParser()
 
-    assert parser.feed(line) == []
+    assert parser.feed(line) == [RawLine.of(line)]
     assert parser.finish(exited(-9)).unparsed_lines == 1
 
 

@@ -47,7 +47,7 @@ def test_every_recorded_stream_parses_completely(path: Path) -> None:
 def test_write_with_accept_edits() -> None:
     events, result, _ = replay_real("write_accept_edits")
 
-    assert ToolCall("Write", "toolu_mock_000", "notes.txt") in events
+    assert ToolCall("Write", "toolu_mock_000", "notes.txt", edits_files=True) in events
     assert ToolOutput("toolu_mock_000", is_error=False) in events
     assert result.final_text == "Wrote notes.txt."
     assert result.tokens.input == 2700

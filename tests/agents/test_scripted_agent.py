@@ -74,7 +74,12 @@ def test_a_step_edits_files_for_real_and_reports_like_claude(tmp_path: Path) -> 
     assert (work / "src" / "app.py").read_text() == "print('hi')\n"
     assert (work / "NOTES.md").read_text() == "- one\n- two\n"
     assert not (work / "old.txt").exists()
-    assert [e.name for e in events if isinstance(e, ToolCall)] == ["Write", "Edit", "Edit", "Bash"]
+    assert [(e.name, e.edits_files) for e in events if isinstance(e, ToolCall)] == [
+        ("Write", True),
+        ("Edit", True),
+        ("Edit", True),
+        ("Bash", False),  # a deletion runs ``rm``: like Claude's Bash, not a known edit tool
+    ]
     assert TextChunk("Wrote the app.\n<promise>DONE</promise>") in events
     assert result.final_text == "Wrote the app.\n<promise>DONE</promise>"
     assert not result.is_error

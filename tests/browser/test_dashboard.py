@@ -136,3 +136,54 @@ def test_the_charts_render(page, server, new_workdir):
     expect(bars).to_have_count(24)
     heights = bars.evaluate_all("bars => bars.map(bar => Number(bar.getAttribute('height')))")
     assert max(heights) > 0
+
+
+def test_an_iteration_s_transcript_shows_as_text_never_as_html(page, server, new_workdir):
+    html = '<img src="x" onerror="document.title=\'owned\'"><b>bold?</b>'
+    noisy = {
+        **DONE,
+        "garbage": [f"stray {html}"],
+        "text": f"said {html}\n<promise>COMPLETE</promise>",
+    }
+    loop = start(server, new_workdir(), noisy)
+    wait_until(lambda: server.get(f"/api/loops/{loop['id']}")["status"] == "completed")
+
+    open_dashboard(page, server, f"/loops/{loop['id']}")
+    page.click('button[data-transcript-of="1"]')
+
+    shown = page.locator("pre[data-transcript]")
+    expect(shown).to_contain_text(f"stray {html}")
+    expect(shown).to_contain_text(f"said {html}")
+    expect(shown).to_contain_text("── finished: ok")
+    expect(shown.locator("img, b")).to_have_count(0)
+    assert page.title() != "owned"
+
+    page.click('button[data-format="raw"]')
+
+    expect(shown).to_contain_text('"type":"result"')
+    expect(shown).to_contain_text(f"stray {html}")
+
+
+def test_a_running_iteration_s_transcript_follows_the_agent_to_its_last_line(
+    page, server, new_workdir, tmp_path: Path
+):
+    go_on = tmp_path / "go-on"
+    waits = {
+        **DONE,
+        "garbage": ["first words"],
+        "bash": [f"until [ -e {go_on} ]; do sleep 0.05; done"],
+        "text": "last words\n<promise>COMPLETE</promise>",
+    }
+    loop = start(server, new_workdir(), waits)
+    open_dashboard(page, server, f"/loops/{loop['id']}")
+    expect(page.locator('tr[data-iteration="1"] .badge')).to_have_text("running")
+    page.click('button[data-transcript-of="1"]')
+
+    shown = page.locator("pre[data-transcript]")
+    expect(shown).to_contain_text("first words")
+    expect(page.locator(".transcript-view")).to_contain_text("following")
+    go_on.touch()
+
+    expect(shown).to_contain_text("last words")
+    expect(shown).to_contain_text("── finished: ok")
+    expect(page.locator(".transcript-view")).not_to_contain_text("following")

@@ -107,6 +107,16 @@ def test_exit_codes_follow_the_stop_reason(env, workdir, step, extra, code, stat
     assert json.loads(result.stdout)["status"] == status
 
 
+def test_a_finished_run_closes_its_database_leaving_no_write_ahead_log_beside_it(
+    env, workdir, tmp_path
+):
+    assert scripted_run(workdir, env, {"text": "working"}, extra=("-n", "1")).returncode == 1
+    assert sorted(path.name for path in tmp_path.glob("ralphctl.db*")) == ["ralphctl.db"]
+    loop_id = json.loads(ralphctl("status", "--json", env=env).stdout)[0]["id"]
+    assert ralphctl("resume", loop_id, "-n", "2", env=env).returncode == 1
+    assert sorted(path.name for path in tmp_path.glob("ralphctl.db*")) == ["ralphctl.db"]
+
+
 def test_dry_run_shows_config_sources_command_and_prompt_without_a_database(env, workdir):
     (workdir / "ralphctl.toml").write_text("[loops.defaults]\nmax_iterations = 42\n")
     result = ralphctl(

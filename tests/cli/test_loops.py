@@ -100,14 +100,8 @@ def test_without_a_server_start_runs_the_loop_in_the_foreground(env, workdir):
     assert as_json(ralphctl("loops", "show", loop["id"][:6], "--json", env=env))["id"] == loop["id"]
     assert as_json(ralphctl("loops", "ls", "--status", "running", "--json", env=env)) == []
     stats = as_json(ralphctl("loops", "stats", "--json", env=env))
-    assert stats == {
-        "total_active": 0,
-        "running": 0,
-        "paused": 0,
-        "total_cost": 0.75,
-        "total_iterations": 2,
-        "total_tokens": 0,
-    }
+    assert stats["active"]["loops"] == 0
+    assert stats["all_time"] == {"loops": 1, "cost_usd": 0.75, "iterations": 2, "tokens": 0}
     table = ralphctl("loops", "ls", env=env).stdout
     assert loop["id"] in table
     assert "completed" in table
@@ -131,7 +125,7 @@ def test_pause_and_stop_reach_a_runner_in_another_process_and_agree_with_the_sta
 
         asked = ralphctl("loops", "pause", loop["id"], env=env)
         assert asked.returncode == 0, asked.stderr
-        assert "asked its runner" in asked.stdout
+        assert "pause requested: asked its runner" in asked.stdout
         assert runner.wait(timeout=60) == 1  # paused
     finally:
         runner.kill()
@@ -243,7 +237,7 @@ def test_with_a_server_the_commands_go_through_its_manager(env, server, tmp_path
 
     wait_for(lambda: status(queued["id"]) == "completed")  # it took the freed slot
     stats = as_json(ralphctl("loops", "stats", "--json", env=env))
-    assert (stats["total_active"], stats["running"]) == (0, 0)
+    assert (stats["active"]["loops"], stats["active"]["running"]) == (0, 0)
 
 
 def test_without_a_server_a_hook_mode_loop_runs_its_session_in_the_foreground(
@@ -282,4 +276,4 @@ def test_without_a_server_a_hook_mode_loop_runs_its_session_in_the_foreground(
 def test_an_unknown_mode_is_a_usage_error(env, workdir):
     refused = ralphctl("loops", "start", "--mode", "dreamy", "-t", "x", "-C", str(workdir), env=env)
     assert refused.returncode == 2
-    assert "--mode dreamy: use fresh or hook" in refused.stderr
+    assert "mode 'dreamy': use fresh or hook" in refused.stderr

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ralphctl.agents.claude import EDIT_TOOLS
 from ralphctl.domain.analyzer import (
     NO_HUMAN_NOTE,
     AnalyzerConfig,
@@ -14,6 +15,7 @@ from ralphctl.domain.analyzer import (
     analyse,
     breaker_outcome,
     classify_error,
+    edited_files,
     prompt_notes,
 )
 from ralphctl.domain.breaker import IterationOutcome
@@ -130,7 +132,8 @@ def test_a_failed_run_asked_nothing():
 
 
 def tools(*calls: tuple[str, str]) -> tuple[ToolUse, ...]:
-    return tuple(ToolUse(name, summary) for name, summary in calls)
+    """Tool uses as the Claude adapter reports them (it marks its file-editing tools)."""
+    return tuple(ToolUse(name, summary, name in EDIT_TOOLS) for name, summary in calls)
 
 
 @pytest.mark.parametrize(
@@ -368,6 +371,25 @@ def test_denied_tools_are_listed_once_and_reach_the_prompt():
         "These tools were denied in the last iteration and will be denied again: Bash, Write. "
         "Do the work without them, or declare that you are blocked."
     ]
+
+
+@pytest.mark.parametrize(
+    ("tools", "denials", "edited"),
+    [
+        ((ToolUse("Edit", "a.py", True, "t1"),), (), True),
+        ((ToolUse("Read", "a.py", False, "t1"),), (), False),
+        ((ToolUse("Write", "a.py", True, "t1"),), (PermissionDenial("Write", "t1"),), False),
+        (
+            (ToolUse("Write", "a.py", True, "t1"), ToolUse("Edit", "b.py", True, "t2")),
+            (PermissionDenial("Write", "t1"),),
+            True,
+        ),
+        ((ToolUse("Write", "a.py", True, "t1"),), (PermissionDenial("Write"),), True),
+    ],
+)
+def test_a_file_editing_tool_call_counts_as_an_edit_unless_it_was_refused(tools, denials, edited):
+    result = IterationResult(tool_uses=tools, permission_denials=denials)
+    assert edited_files(result) is edited
 
 
 def failure(**fields: object) -> IterationResult:

@@ -153,4 +153,5 @@ def test_every_reason_of_the_enum_free_stop_rules_is_a_stop_reason():
         "user_stop",
         "interrupted",
         "agent_unavailable",
+        "store_failed",
     }

@@ -1,6 +1,7 @@
 import pytest
 
-from ralphctl.domain.config import ConfigInvalid, LoopConfig, parse_duration
+from ralphctl.domain.config import ConfigInvalid, LoopConfig
+from ralphctl.domain.numbers import parse_duration
 
 
 def test_defaults_are_the_seed_defaults():

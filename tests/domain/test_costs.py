@@ -161,7 +161,7 @@ def test_the_shipped_price_matches_what_claude_code_reports_for_the_same_tokens(
     assert result.model_tokens == (
         ModelTokens("claude-opus-5-5", TokenUsage(input=2000, output=200)),
     )
-    assert result.tool_uses == (ToolUse("Bash", "echo hello"),)
+    assert result.tool_uses == (ToolUse("Bash", "echo hello", tool_use_id="toolu_mock_000"),)
     estimated = iteration_cost(replace(result, cost_usd=None))
     assert estimated.source is CostSource.ESTIMATED
     assert estimated.usd == pytest.approx(iteration_cost(result).usd)

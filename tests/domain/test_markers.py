@@ -12,6 +12,7 @@ from ralphctl.domain.markers import (
     Marker,
     detect,
     detect_in_tracker,
+    first_declaration,
     normalise,
     parse_marker,
     promise,
@@ -499,3 +500,51 @@ def test_importing_the_markers_loads_only_the_stdlib_and_not_dataclasses():
     ]
     assert foreign == []
     assert "dataclasses" not in loaded  # about 20 ms the Stop hook would pay (domain/value.py)
+
+
+# -- the seed's <ringmaster> tag -------------------------------------------------------------
+
+RINGMASTER = parse_marker("<ringmaster>COMPLETE</ringmaster>")
+
+
+@pytest.mark.parametrize(
+    ("text", "completed", "blocked"),
+    [
+        ("All green.\n<ringmaster>COMPLETE</ringmaster>", True, None),
+        ("I will not print <ringmaster>COMPLETE</ringmaster> yet", False, None),
+        ("The signal is `<ringmaster>COMPLETE</ringmaster>`.", False, None),
+        ("<promise>COMPLETE</promise>", False, None),
+        ("COMPLETE", False, None),
+        ("<ringmaster>BLOCKED: no key</ringmaster>", False, "no key"),
+        ("BLOCKED: no key", False, "no key"),
+    ],
+)
+def test_a_ringmaster_marker_is_read_by_the_promise_rules(text, completed, blocked):
+    detection = detect(text, RINGMASTER)
+    assert (detection.completed, detection.blocked_reason) == (completed, blocked)
+
+
+def test_a_ringmaster_signal_keeps_its_spelling():
+    assert RINGMASTER.signal == "<ringmaster>COMPLETE</ringmaster>"
+    assert RINGMASTER.blocked_signal == "<ringmaster>BLOCKED: <the reason></ringmaster>"
+
+
+def test_a_marker_cannot_hold_either_tag():
+    with pytest.raises(ValueError, match="cannot contain a <promise> or <ringmaster> tag"):
+        parse_marker("<promise>x <ringmaster>y</ringmaster></promise>")
+
+
+# -- final text first, then the tracker (both loop modes) ----------------------------------
+
+
+def test_the_final_text_decides_before_the_tracker():
+    final = detect("BLOCKED: the key expired", RALPH_DONE)
+    tracker = detect_in_tracker("- [x] all\nRALPH_DONE", RALPH_DONE)
+    assert first_declaration(final, tracker) == final
+
+
+def test_without_a_declaration_in_the_final_text_the_trackers_last_line_decides():
+    final = detect("Worked on it.", RALPH_DONE)
+    tracker = detect_in_tracker("- [x] all\nRALPH_DONE", RALPH_DONE)
+    assert first_declaration(final, tracker).completed
+    assert first_declaration(final, None) == final

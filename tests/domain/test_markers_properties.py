@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -112,3 +114,59 @@ def test_normalise_is_idempotent(text):
 @given(marker_texts.flatmap(lambda text: st.sampled_from([text, f" {text}\n", f"\t{text}  "])))
 def test_parse_marker_reads_the_tag_content_normalised(text):
     assert parse_marker(f"<promise>{text}</promise>") == Marker(normalise(text), tagged=True)
+
+
+# -- the seed's <ringmaster> tag: exactly the strictness of <promise> -------------------------
+
+_SWAP = {"promise>": "ringmaster>", "ringmaster>": "promise>"}
+_TAG_NAMES = re.compile("promise>|ringmaster>")
+
+
+def swapped(text: str | None) -> str | None:
+    """``text`` with every ``promise>`` and ``ringmaster>`` exchanged (a bijection)."""
+    return None if text is None else _TAG_NAMES.sub(lambda found: _SWAP[found[0]], text)
+
+
+ringmaster_pieces = st.sampled_from(["<ringmaster>", "</ringmaster>", *PIECES])
+both_tags = st.lists(ringmaster_pieces | st.text(max_size=6), max_size=30).map("".join)
+tag_free_marker_texts = marker_texts.filter(lambda text: not _TAG_NAMES.search(text))
+
+
+@relaxed
+@given(st.text() | both_tags, tag_free_marker_texts, st.none() | both_tags)
+def test_a_ringmaster_marker_decides_exactly_as_a_promise_marker_on_the_swapped_text(
+    text, marker_text, prompt
+):
+    ringmaster = Marker(marker_text, tagged=True, tag="ringmaster")
+    promised = Marker(marker_text, tagged=True)
+    by_ringmaster = detect(text, ringmaster, prompt=prompt)
+    by_promise = detect(swapped(text) or "", promised, prompt=swapped(prompt))
+    assert by_ringmaster.completed == by_promise.completed
+    assert swapped(by_ringmaster.blocked_reason) == by_promise.blocked_reason
+    assert swapped(by_ringmaster.evidence) == by_promise.evidence
+
+
+@relaxed
+@given(st.text() | both_tags, tag_free_marker_texts)
+def test_a_ringmaster_tracker_decides_exactly_as_a_promise_tracker_on_the_swapped_body(
+    body, marker_text
+):
+    by_ringmaster = detect_in_tracker(body, Marker(marker_text, tagged=True, tag="ringmaster"))
+    by_promise = detect_in_tracker(swapped(body) or "", Marker(marker_text, tagged=True))
+    assert by_ringmaster.completed == by_promise.completed
+    assert swapped(by_ringmaster.evidence) == by_promise.evidence
+
+
+@relaxed
+@given(marker_texts.filter(lambda text: not _TAG_NAMES.search(text)))
+def test_parse_marker_reads_a_ringmaster_tag_as_a_tagged_marker(text):
+    parsed = parse_marker(f"<ringmaster>{text}</ringmaster>")
+    assert parsed == Marker(normalise(text), tagged=True, tag="ringmaster")
+    assert parsed.signal == f"<ringmaster>{normalise(text)}</ringmaster>"
+
+
+@relaxed
+@given(unfenced.filter(lambda text: "ringmaster>" not in text), tag_free_marker_texts)
+def test_a_promise_tag_never_completes_a_ringmaster_loop(text, marker_text):
+    ringmaster = Marker(marker_text, tagged=True, tag="ringmaster")
+    assert not detect(f"{text}\n<promise>{marker_text}</promise>", ringmaster).completed

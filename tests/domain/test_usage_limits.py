@@ -23,6 +23,7 @@ from ralphctl.domain.usage_limits import (
     usage_warning,
 )
 from tests.agents.streams import REAL_CLI_CASSETTES, cassette_lines, exited, replay_lines
+from tests.realcli.harness import OLDEST_VERSION
 
 #: Saturday 2026-11-21 12:00 UTC: 21:00 in Tokyo, 04:00 in Los Angeles, 06:00 in Chicago.
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=UTC).timestamp()
@@ -360,4 +361,55 @@ def test_tool_output_that_mentions_a_limit_never_reaches_the_detector():
     ]
     _, result = replay_lines(lines)
     assert result.final_text == "Read the notes."
+    assert detect_usage_limit(result, NOW) is None
+
+
+def test_the_oldest_supported_clis_429_is_a_usage_limit_though_it_names_no_status():
+    # The oldest supported CLI: assistant error "unknown", no api_error_status, only the text.
+    lines = (
+        REAL_CLI_CASSETTES / f"claude-{OLDEST_VERSION}" / "rate_limited_429.jsonl"
+    ).read_bytes()
+    _, result = replay_lines(lines.splitlines(), exited(1))
+    limit = detect_usage_limit(result, NOW)
+    assert limit is not None
+    assert not limit.reset_known
+    assert "rate_limit_error" in limit.raw
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"slow"}}',
+        "API Error: Request rejected (429) · This request would exceed your rate limit",
+        "API Error: Rate limit reached",
+    ],
+)
+def test_a_failed_run_whose_final_text_reports_a_429_is_a_limit_whatever_the_error_says(text):
+    limit = detect_usage_limit(said(text, assistant_error="unknown"), NOW)
+    assert limit is not None
+    assert limit.source is LimitSource.HTTP_429
+    assert limit.raw == text
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        pytest.param(
+            said(
+                'API Error: 429 {"type":"error","error":{"type":"rate_limit_error"}}',
+                is_error=False,
+            ),
+            id="a successful run quoting the error",
+        ),
+        pytest.param(
+            said('API Error: 529 {"type":"error","error":{"type":"overloaded_error"}}'),
+            id="overloaded",
+        ),
+        pytest.param(
+            said("API Error: 429 happened earlier.\n" + "More work.\n" * 4),
+            id="not where the CLI's message stands",
+        ),
+    ],
+)
+def test_an_api_error_text_is_a_limit_only_for_a_failed_run_and_only_for_429(result):
     assert detect_usage_limit(result, NOW) is None

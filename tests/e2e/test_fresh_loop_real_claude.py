@@ -5,32 +5,57 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
+from ralphctl.engine.manager import LoopManager
+from ralphctl.server.app import create_app
+from ralphctl.store.repository import Store
 from tests.mockapi import ApiError, Reply, ToolCall, Usage, expected_cost
 from tests.mockapi.turns import Turn
+from tests.realcli.fixtures import every_supported_version
 from tests.realcli.harness import RealClaude
+from tests.server.conftest import AUTH, TOKEN
 
 pytestmark = pytest.mark.real_cli
 
 DONE = "All three files are written.\n<promise>COMPLETE</promise>"
 
 
-def ralphctl(real_claude: RealClaude, *args: str) -> subprocess.CompletedProcess[str]:
+def ralphctl_env(real_claude: RealClaude) -> dict[str, str]:
     db = real_claude.home / "ralphctl.db"
-    env = {**real_claude.env, "RALPHCTL_DB": str(db), "RALPHCTL_CONFIG": "/nonexistent.toml"}
+    return {**real_claude.env, "RALPHCTL_DB": str(db), "RALPHCTL_CONFIG": "/nonexistent.toml"}
+
+
+def ralphctl(real_claude: RealClaude, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ralphctl", *args],
-        env=env,
+        env=ralphctl_env(real_claude),
         cwd=real_claude.project,
         capture_output=True,
         text=True,
         timeout=180,
         check=False,
     )
+
+
+def ralphctl_bytes(real_claude: RealClaude, *args: str) -> bytes:
+    """What ``ralphctl ARGS`` printed, byte for byte (it must succeed)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ralphctl", *args],
+        env=ralphctl_env(real_claude),
+        cwd=real_claude.project,
+        capture_output=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def run_loop(real_claude: RealClaude, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -86,6 +111,39 @@ def test_a_three_iteration_loop_writes_files_through_real_tools_and_completes(re
     assert first_prompt.startswith("Write a.txt, b.txt and c.txt")
     assert "iteration 1 of at most 10" in first_prompt
     assert not real_claude.server.exhausted_requests
+    check_first_transcript(real_claude, summary["loop_id"], iterations[0])
+
+
+def check_first_transcript(real_claude: RealClaude, loop_id: str, first: dict[str, Any]) -> None:
+    """``ralphctl logs`` and the API give back iteration 1's stream as the CLI printed it: its
+    session, the mock's tool call and reply, the ``result`` line with the cost recorded."""
+    raw = ralphctl_bytes(real_claude, "logs", loop_id, "--iteration", "1", "--raw")
+    lines = [json.loads(line) for line in raw.splitlines()]
+    assert (lines[0]["type"], lines[0]["subtype"]) == ("system", "init")
+    assert lines[0]["session_id"] == first["agent_session_id"]
+    blocks = [
+        b for line in lines if line["type"] == "assistant" for b in line["message"]["content"]
+    ]
+    tool_uses = [b for b in blocks if b["type"] == "tool_use"]
+    assert [(b["name"], b["input"]["content"]) for b in tool_uses] == [("Write", "a\n")]
+    assert [b["text"] for b in blocks if b["type"] == "text"] == ["Wrote a.txt."]
+    result = lines[-1]
+    assert (result["type"], result["result"]) == ("result", "Wrote a.txt.")
+    assert result["total_cost_usd"] == pytest.approx(first["cost_usd"])
+
+    text = ralphctl(real_claude, "logs", loop_id, "--iteration", "1", "--text")
+    assert text.returncode == 0, text.stderr
+    assert "Wrote a.txt." in text.stdout
+    assert "→ Write" in text.stdout
+    assert "── finished: ok" in text.stdout
+
+    route = f"/api/loops/{loop_id}/iterations/1/transcript"
+    with Store.open(str(real_claude.home / "ralphctl.db")) as store:
+        app = create_app(store, LoopManager(store, resume_on_start=False), TOKEN)
+        with TestClient(app, headers=AUTH) as api:
+            assert api.get(route, params={"format": "raw"}).content == raw
+            from_api = api.get(route, params={"format": "text"}).text
+    assert text.stdout == f"── iteration 1 ──\n{from_api}"
 
 
 def test_max_iterations_stops_the_loop_with_exit_1(real_claude):
@@ -98,6 +156,7 @@ def test_max_iterations_stops_the_loop_with_exit_1(real_claude):
     assert len(real_claude.server.main_requests) == 2
 
 
+@every_supported_version
 def test_an_api_error_iteration_is_recorded_as_an_error(real_claude):
     real_claude.server.set_script(ApiError(529, "overloaded_error", "Overloaded"), Reply(DONE))
     result = run_loop(real_claude, "--max-iterations", "5")
@@ -111,6 +170,7 @@ def test_an_api_error_iteration_is_recorded_as_an_error(real_claude):
     assert second["completion_signal_found"] is True
 
 
+@every_supported_version
 def test_a_permission_denial_is_recorded_and_surfaced(real_claude):
     real_claude.server.set_script(
         ToolCall("Write", {"file_path": "x.txt", "content": "x"}),
@@ -151,3 +211,22 @@ def test_an_overloaded_api_counts_as_errors_and_trips_the_breaker_at_the_thresho
     assert {it["status"] for it in iterations} == {"error"}
     assert all("529" in it["error_message"] for it in iterations)
     assert len(real_claude.server.main_requests) == 5
+
+
+@every_supported_version
+def test_a_429_parks_the_loop_until_the_wait_is_over_and_is_never_an_error(real_claude):
+    limited = ApiError(429, "rate_limit_error", "This request would exceed your rate limit")
+    real_claude.server.set_script(limited, limited, Reply(DONE))
+    config = real_claude.project / "ralphctl.toml"
+    config.write_text('[loops.defaults]\nusage_limit_wait = "1s"\ncircuit_breaker_threshold = 1\n')
+    result = run_loop(real_claude, "--max-iterations", "5")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["status"] == "completed"
+    iterations = history(real_claude, summary["loop_id"])["iterations"]
+    assert [it["status"] for it in iterations] == ["rate_limited", "rate_limited", "ok"]
+    for parked, following in pairwise(iterations):
+        waited = datetime.fromisoformat(following["started_at"]) - datetime.fromisoformat(
+            parked["completed_at"]
+        )
+        assert waited.total_seconds() >= 0.9

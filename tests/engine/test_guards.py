@@ -267,3 +267,17 @@ def test_an_allowed_warning_only_logs(db: Store, workdir: Path):
     assert "waiting" not in observer.types()
     warnings = [e.data["message"] for e in observer.events if e.event_type == "warning"]
     assert any("close to the agent's usage limit (seven_day)" in w for w in warnings)
+
+
+def test_outside_git_a_refused_edit_is_no_progress_and_repeated_denials_trip_the_breaker(
+    db: Store, workdir: Path
+):
+    denied = {"tool_name": "Write", "tool_input": {"file_path": "notes.txt", "content": "x"}}
+    step = {"text": "I could not write notes.txt.", "permission_denials": [denied]}
+    loop, config = new_loop(
+        db, workdir, [step], no_progress_threshold=10, permission_denial_threshold=2
+    )
+    final = run(db, loop, config)
+    assert final.stop_reason is StopReason.CIRCUIT_BREAKER
+    assert final.iteration == 2
+    assert "permission denied for Write" in (final.stop_detail or "")

@@ -56,3 +56,23 @@ def test_the_agent_echoing_the_instructions_does_not_complete_the_loop():
 
 def test_the_same_context_gives_the_same_prompt():
     assert build_prompt(context()) == build_prompt(context())
+
+
+def test_a_ringmaster_marker_is_asked_for_in_its_own_spelling():
+    prompt = build_prompt(context(marker=parse_marker("<ringmaster>COMPLETE</ringmaster>")))
+    assert "`<ringmaster>COMPLETE</ringmaster>`" in prompt
+    assert "`<ringmaster>BLOCKED: <the reason></ringmaster>`" in prompt
+    assert "<promise>" not in prompt
+
+
+def test_the_continue_message_opens_the_prompt_from_the_second_iteration_on():
+    first = build_prompt(context(iteration=1, continue_message="Next box."))
+    later = build_prompt(context(iteration=2, continue_message="Next box."))
+    assert first.startswith("Make the failing tests pass.\n")
+    assert later.startswith("Next box.\n\nMake the failing tests pass.\n")
+
+
+def test_a_tracker_is_named_with_the_lines_that_end_it():
+    prompt = build_prompt(context(tracker=".ralph/loops/abc/loop-tracker.md"))
+    assert "Progress tracker: `.ralph/loops/abc/loop-tracker.md`." in prompt
+    assert "make\nits last line `<promise>COMPLETE</promise>`" in prompt

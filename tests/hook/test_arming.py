@@ -61,8 +61,8 @@ def test_the_confirmation_names_the_exact_completion_line(project):
     [
         ({"max_iterations": 0}, "0 is not 'unlimited'"),
         ({"max_iterations": None, "max_runtime_s": None}, "needs a runtime limit"),
-        ({"max_runtime_s": -5.0}, "max runtime must be a positive number"),
-        ({"max_cost_usd": 0.0}, "max cost must be a positive number"),
+        ({"max_runtime_s": -5.0}, "max runtime: must be a duration > 0 and at most 366 days"),
+        ({"max_cost_usd": 0.0}, r"max cost: must be an amount in USD in \(0, "),
         ({"max_tokens": 0}, "max tokens"),
         ({"completion_signal": "  "}, "completion signal"),
         ({"session_id": "../etc"}, "not a valid session id"),

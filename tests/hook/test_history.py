@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,8 @@ from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.hook.arming import arm
 from ralphctl.hook.control import cancel
 from ralphctl.hook.handler import respond
-from ralphctl.hook.record import StopRecord, dispatch, write
+from ralphctl.hook.record import StopRecord, dispatch
+from ralphctl.hook.storewriter import write
 from ralphctl.store.repository import Store
 from tests.hook.helpers import SESSION, answer, fields_of, hook_env, run_hook, stop_event
 
@@ -32,7 +35,8 @@ def stop(project: Path, db: str, text: str) -> None:
     line, record = respond(stop_event(text=text), [], hook_env(project), time.time())
     assert line is not None
     assert record is not None
-    write(record, db)
+    with Store.open(db) as store:
+        write(store, record)
 
 
 def test_each_stop_is_an_iteration_and_the_end_is_the_loops_status(project, db):
@@ -75,7 +79,8 @@ def test_a_cancel_ends_the_stored_loop_as_stopped(project, db):
     stop(project, db, "Working on it.")
     result = cancel(str(project), SESSION)
     assert result.record is not None
-    write(result.record, db)
+    with Store.open(db) as store:
+        write(store, result.record)
     with Store.open(db) as store:
         (loop,) = store.list_loops()
     assert (loop.status, loop.stop_reason) == (LoopStatus.STOPPED, StopReason.USER_STOP)
@@ -121,3 +126,50 @@ def test_off_records_nothing(project, db):
     )
     dispatch(record, "off")
     assert not Path(db).exists()
+
+
+def test_overlapping_writers_in_any_order_leave_the_loop_in_the_trackers_state(tmp_path, store_url):
+    project = tmp_path / "project"
+    project.mkdir()
+    armed = Path(arm(str(project), "Count", session_id=SESSION, max_iterations=50).path)
+    records = [respond(stop_event(), [], hook_env(project), time.time())[1] for _ in range(50)]
+    assert all(record is not None for record in records)
+    replayed = random.Random(7).sample(records + records[::5], k=60)  # shuffled, some twice
+
+    def write_alone(record: StopRecord) -> None:
+        with Store.open(store_url) as store:
+            write(store, record)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write_alone, replayed))
+
+    fields = fields_of(armed)
+    assert (fields["iteration"], fields["active"], fields["ended_reason"]) == (
+        50,
+        False,
+        "max_iterations",
+    )
+    with Store.open(store_url) as store:
+        loop = store.get_loop(str(fields["loop_id"]))
+        numbers = [it.n for it in store.iterations(loop.id)]
+        ends = [e for e in store.events_since(0, loop.id) if e.event_type == "state_changed"]
+    assert (loop.iteration, loop.stop_reason) == (50, StopReason.MAX_ITERATIONS)
+    assert loop.status is StopReason.MAX_ITERATIONS.status
+    assert numbers == list(range(1, 51))
+    assert len(ends) == 1
+
+
+def test_a_late_iteration_never_moves_the_loop_back_nor_reopens_it(project, db):
+    arm(str(project), "Fix the tests", session_id=SESSION, max_iterations=3)
+    first, second, third = (
+        respond(stop_event(), [], hook_env(project), time.time())[1] for _ in range(3)
+    )
+    assert first is not None
+    assert second is not None
+    assert third is not None
+    with Store.open(db) as store:
+        for record in (third, second, first, third):
+            write(store, record)
+        (loop,) = store.list_loops()
+        assert [it.n for it in store.iterations(loop.id)] == [1, 2, 3]
+    assert (loop.iteration, loop.status) == (3, LoopStatus.STOPPED)

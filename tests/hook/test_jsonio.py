@@ -63,6 +63,23 @@ def test_dumps_writes_what_json_dumps_writes(document):
     assert dumps(document) == json.dumps(document)
 
 
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_dumps_writes_any_document_as_json_dumps_does(document):
+    assert dumps(document) == json.dumps(document)
+
+
+@pytest.mark.parametrize("document", [{1: "a"}, {"a": object()}, {"a": {1, 2}}, b"bytes"])
+def test_dumps_refuses_what_is_not_json(document):
+    with pytest.raises(TypeError):
+        dumps(document)
+
+
 def test_importing_it_does_not_import_json_or_re():
     probe = (
         "import sys, ralphctl.hook.jsonio as j; j.loads(b'{\"a\": [1, 2.5, null]}'); "

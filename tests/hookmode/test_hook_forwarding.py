@@ -99,13 +99,15 @@ def test_a_garbage_answer_means_a_local_decision(project, sockets):
 
 
 def test_a_runner_that_accepts_and_never_answers_cannot_hang_the_hook(
-    project, sockets, monkeypatch, capsys
+    project, sockets, monkeypatch, capsys, tmp_path
 ):
     monkeypatch.setattr(forwarder, "TIMEOUT_S", 0.3)
-    with fake_runner(sockets / "stop.sock", silent()) as runner:
+    event = tmp_path / "stop.json"
+    event.write_bytes(stop_event())
+    with fake_runner(sockets / "stop.sock", silent()) as runner, event.open("rb") as stdin:
         env = forwarding_env(project, runner.path)
         monkeypatch.setattr(os, "environ", env)
-        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stop_event())))
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(stdin))
         assert handler.main([]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["decision"] == "block"

@@ -11,12 +11,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ralphctl import __version__
+from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.paths import tracker_path
 from ralphctl.hook.tracker import load
@@ -26,6 +28,7 @@ from ralphctl.plugin.scopes import user_plan
 from ralphctl.store.repository import Store
 from tests.mockapi import ApiError, RecordedRequest, Reply, ToolCall, expected_cost
 from tests.mockapi.turns import Answer
+from tests.realcli.fixtures import every_supported_version
 from tests.realcli.harness import RealClaude
 
 pytestmark = pytest.mark.real_cli
@@ -52,6 +55,12 @@ def ralphctl(real_claude: RealClaude, *args: str) -> subprocess.CompletedProcess
 
 def run_hook_mode(real_claude: RealClaude, *extra: str) -> subprocess.CompletedProcess[str]:
     return ralphctl(real_claude, "run", "--mode", "hook", "--task", TASK, "--json", *extra)
+
+
+def without_no_progress_guard(real_claude: RealClaude) -> None:
+    """The project's settings turn the no-progress trip off, for tests of something else."""
+    config = real_claude.project / "ralphctl.toml"
+    config.write_text("[loops.defaults]\nno_progress_threshold = false\n")
 
 
 def summary_of(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
@@ -90,7 +99,7 @@ def test_a_loop_stops_at_max_iterations_with_exit_1_and_each_stop_is_an_iteratio
     summary = summary_of(done)
     assert (summary["status"], summary["stop_reason"]) == ("stopped", "max_iterations")
     assert summary["iterations"] == 3
-    assert summary["cost_usd"] == expected_cost(turns)  # the session's reported total, exactly
+    assert summary["cost_usd"] == round(expected_cost(turns), 6)  # reported, to the 1e-6 of JSON
     loop, iterations = stored(real_claude, summary["loop_id"])
     assert (loop.mode, loop.agent_session_id) == ("hook", loop.agent_session_id)
     assert [(it.n, it.status, it.output_summary) for it in iterations] == [
@@ -135,7 +144,7 @@ def test_a_loop_completes_on_the_promise_after_tool_calls(real_claude):
     assert done.returncode == 0, done.stderr
     summary = summary_of(done)
     assert (summary["status"], summary["iterations"]) == ("completed", 3)
-    assert summary["cost_usd"] == expected_cost(turns)
+    assert summary["cost_usd"] == round(expected_cost(turns), 6)
     assert (real_claude.project / "a.txt").read_text() == "a\n"
     assert (real_claude.project / "b.txt").read_text() == "b\n"
     loop, iterations = stored(real_claude, summary["loop_id"])
@@ -156,6 +165,7 @@ def test_a_loop_completes_on_the_promise_after_tool_calls(real_claude):
 def test_more_than_nine_text_only_blocks_still_reach_the_loops_own_bound(real_claude):
     """Claude Code ends a turn after 9 blocks without a tool call unless its block cap is
     raised: ralphctl raises it above max_iterations for the session it starts."""
+    without_no_progress_guard(real_claude)  # text-only iterations change nothing
     real_claude.server.set_script(*[Reply(f"Thinking ({n}).") for n in range(1, 13)])
 
     done = run_hook_mode(real_claude, "--max-iterations", "12")
@@ -176,6 +186,7 @@ def test_a_session_ended_by_a_low_block_cap_is_reported_and_resumed_not_complete
     settings = real_claude.home / ".claude" / "settings.json"
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"env": {"CLAUDE_CODE_STOP_HOOK_BLOCK_CAP": "3"}}))
+    without_no_progress_guard(real_claude)  # text-only iterations change nothing
     turns = [Reply(f"Thinking ({n}).") for n in range(1, 7)]
     real_claude.server.set_script(*turns)
 
@@ -209,6 +220,76 @@ def test_an_api_error_is_recorded_and_the_session_resumed(real_claude):
     assert [(it.n, it.status) for it in iterations] == [(1, "ok"), (2, "error"), (3, "ok")]
     assert "529" in (iterations[1].error_message or "")
     assert iterations[2].completion_signal_found
+
+
+@every_supported_version
+def test_a_429_parks_the_loop_and_the_same_session_goes_on_once_the_limit_resets(real_claude):
+    # One consecutive error would fail the loop: a usage limit must not count as one.
+    (real_claude.project / "ralphctl.toml").write_text(
+        '[loops.defaults]\ncircuit_breaker_threshold = 1\nerror_backoff_cap = "0s"\n'
+    )
+    resets: list[int] = []
+
+    def usage_limited(request: RecordedRequest) -> Answer:
+        resets.append(int(time.time()) + 3)  # the CLI shows the message: "…|<reset epoch>"
+        return ApiError(429, "rate_limit_error", f"Claude AI usage limit reached|{resets[-1]}")
+
+    real_claude.server.set_script(
+        Reply("Started."), usage_limited, Reply("Done.\n<promise>COMPLETE</promise>")
+    )
+
+    done = run_hook_mode(real_claude, "--max-iterations", "5")
+
+    assert done.returncode == 0, done.stderr
+    loop, iterations = stored(real_claude, summary_of(done)["loop_id"])
+    assert (loop.status, loop.consecutive_errors, loop.rate_limited_until) == ("completed", 0, None)
+    assert [(it.n, it.status) for it in iterations] == [(1, "ok"), (2, "rate_limited"), (3, "ok")]
+    assert "usage limit reached" in (iterations[1].error_message or "")
+    resumed_at = iterations[2].started_at.timestamp()
+    assert resumed_at >= resets[0] - 0.05  # waited for the stated reset, not the default 300 s
+    resumed = real_claude.server.main_requests[-1].body["messages"]
+    assert "Started." in json.dumps(resumed)  # the same session, continued: its history is sent
+    assert {it.agent_session_id for it in iterations} == {loop.agent_session_id}
+    with Store.open(str(real_claude.home / "ralphctl.db")) as store:
+        waits = [e.data for e in store.events_since(0, loop.id) if e.event_type == "waiting"]
+    assert [w["status"] for w in waits] == ["rate_limited"]
+
+
+def test_a_question_and_a_denied_tool_are_answered_in_the_next_block_as_in_fresh_mode(real_claude):
+    real_claude.server.set_script(
+        Reply("Which database should I use, Postgres or SQLite?"),
+        ToolCall("Write", {"file_path": "notes.txt", "content": "x"}),
+        Reply("I could not write notes.txt."),
+        Reply("Done.\n<promise>COMPLETE</promise>"),
+    )
+
+    done = run_hook_mode(real_claude, "--max-iterations", "5", "--permission-mode", "default")
+
+    assert done.returncode == 0, done.stderr
+    asked, denied = feedback(real_claude)
+    assert asked.endswith(f"\n\n{NO_HUMAN_NOTE}")
+    assert "These tools were denied in the last iteration and will be denied again: Write" in denied
+    assert NO_HUMAN_NOTE not in denied
+
+
+def test_tools_denied_in_iterations_that_change_nothing_trip_the_circuit_breaker(real_claude):
+    subprocess.run(["git", "init", "-q", str(real_claude.project)], check=True)
+    denied = ToolCall("Write", {"file_path": "notes.txt", "content": "x"})
+    real_claude.server.set_script(
+        *[turn for n in (1, 2, 3) for turn in (denied, Reply(f"Could not write ({n})."))]
+    )
+
+    done = run_hook_mode(real_claude, "--max-iterations", "10", "--permission-mode", "default")
+
+    assert done.returncode == 3, done.stderr
+    summary = summary_of(done)
+    assert (summary["status"], summary["stop_reason"]) == ("failed", "circuit_breaker")
+    loop, iterations = stored(real_claude, summary["loop_id"])
+    assert "denied" in (loop.stop_detail or "")
+    assert [[d["tool_name"] for d in it.permission_denials] for it in iterations] == [
+        ["Write"]
+    ] * 3  # the trip at the second is judged after its Stop: the loop ends at the third
+    assert not (real_claude.project / "notes.txt").exists()
 
 
 def test_a_user_scope_ralphctl_plugin_does_not_count_each_stop_twice(real_claude, monkeypatch):

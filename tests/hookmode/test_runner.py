@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,12 +20,14 @@ from ralphctl.domain.config import LoopConfig
 from ralphctl.engine.hookmode.managed import session_of
 from ralphctl.engine.hookmode.runner import HookLoopRunner
 from ralphctl.engine.hookmode.server import StopRequest
-from ralphctl.engine.hookmode.setup import prepare
+from ralphctl.engine.hookmode.setup import HookModeError, prepare
 from ralphctl.engine.hookmode.stops import DECIDED_ALONE
+from ralphctl.engine.runner import Interruption, RunControl
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.tracker import load
 from ralphctl.store.records import IterationRecord, LoopRecord
 from ralphctl.store.repository import Store
+from ralphctl.store.transcript_chunks import iter_transcript
 from tests.hook.helpers import stop_event
 
 FAKE = Path(__file__).with_name("fake_claude.py")
@@ -34,8 +37,15 @@ DONE = "All done.\n<promise>COMPLETE</promise>"
 class Loop:
     """A finished hook-mode loop and what it left behind."""
 
-    def __init__(self, record: LoopRecord, store: Store, tracker: str) -> None:
+    def __init__(
+        self,
+        record: LoopRecord,
+        store: Store,
+        tracker: str,
+        answers: tuple[dict[str, Any], ...] = (),
+    ) -> None:
         self.record = record
+        self.answers = answers  # what the hook printed at each Stop, in order (``play``)
         self.iterations: list[IterationRecord] = store.iterations(record.id)
         self.events = [(e.event_type, e.data) for e in store.events_since(0, record.id)]
         self.errors = store.errors(record.id)
@@ -86,7 +96,10 @@ def play(tmp_path: Path, workdir: Path, store: Store, monkeypatch: pytest.Monkey
             before()
         runner = HookLoopRunner(store, adapter, ready.loop, config, ready.session)
         final = asyncio.run(runner.run())
-        return Loop(final, store, ready.session.tracker)
+        printed = script.with_suffix(".answers")
+        lines = printed.read_text().splitlines() if printed.exists() else []
+        answers = tuple(json.loads(line) for line in lines)
+        return Loop(final, store, ready.session.tracker, answers)
 
     return play
 
@@ -179,6 +192,35 @@ def test_a_pause_request_ends_the_turn_and_a_new_runner_continues_the_session(pl
     assert final.tracker["active"] is False
 
 
+def test_a_queued_loop_whose_tracker_budget_was_corrupted_is_refused_naming_the_field(
+    store, workdir
+):
+    ready = prepare(store, ClaudeAdapter(), "Do the task", workdir, LoopConfig(), name="test")
+    tracker = Path(ready.session.tracker)
+    lines = tracker.read_text().splitlines()
+    kept = [line for line in lines if not line.startswith("max_cost_usd:")]
+    tracker.write_text("\n".join([kept[0], "max_cost_usd: .nan", *kept[1:]]) + "\n")
+    with pytest.raises(HookModeError, match="corrupt: max_cost_usd must be"):
+        session_of(ready.loop)
+
+
+def test_a_budget_corrupted_mid_loop_ends_the_loop_at_the_next_stop_never_runs_it_unbounded(
+    play, workdir
+):
+    def corrupt_the_cost_budget() -> None:
+        [tracker] = (workdir / ".ralph" / "sessions").glob("*/loop-tracker.md")
+        lines = [x for x in tracker.read_text().splitlines() if not x.startswith("max_cost_usd:")]
+        tracker.write_text("\n".join([lines[0], "max_cost_usd: .nan", *lines[1:]]) + "\n")
+
+    turns = [{"text": f"Working ({n})."} for n in range(1, 6)]
+    loop = play([turns] * 3, before=corrupt_the_cost_budget, max_iterations=5)
+    assert loop.answers == ({},)  # the first Stop is allowed, and the session not resumed
+    assert (loop.tracker["active"], loop.tracker["ended_reason"]) == (False, "corrupt")
+    assert str(loop.tracker["problem"]).startswith("max_cost_usd must be")
+    assert loop.outcome == ("failed", "circuit_breaker")
+    assert "corrupt (max_cost_usd must be" in (loop.record.stop_detail or "")
+
+
 def test_ralphctl_resume_continues_a_paused_session_and_refuses_an_ended_one(
     play, workdir, store, tmp_path
 ):
@@ -225,3 +267,175 @@ def test_a_stop_of_another_session_is_left_to_its_own_hook(store, workdir):
     tracker = load(ready.session.tracker)
     assert tracker is not None
     assert tracker.fields["iteration"] == 1
+
+
+def test_a_usage_limit_parks_the_loop_and_the_session_goes_on_after_the_reset(play):
+    runs = [[{"text": "one"}, {"usage_limited": 1}], [{"text": DONE}]]
+    loop = play(runs, max_iterations=5, circuit_breaker_threshold=1)
+    assert loop.outcome == ("completed", "completion")
+    assert [(n, status) for n, status, _ in loop.statuses()] == [
+        (1, "ok"),
+        (2, "rate_limited"),
+        (3, "ok"),
+    ]
+    assert (loop.record.consecutive_errors, loop.record.rate_limited_until) == (0, None)
+    assert loop.errors == []  # a limit is no error
+    [waiting] = [data for kind, data in loop.events if kind == "waiting"]
+    assert (waiting["status"], waiting["reason"]) == ("rate_limited", "usage limit (http_429)")
+    assert any("usage limit reached" in warning for warning in loop.warnings())
+
+
+def later(seconds: float, action: Any) -> None:
+    threading.Timer(seconds, action).start()
+
+
+@pytest.mark.parametrize(
+    ("request_file", "outcome", "tracker"),
+    [
+        ("stop", ("stopped", "user_stop"), {"active": False, "ended_reason": "user_stop"}),
+        ("pause", ("paused", None), {"active": False, "paused": True}),
+    ],
+)
+def test_a_stop_or_pause_request_ends_a_usage_limit_wait(
+    play, workdir, request_file, outcome, tracker
+):
+    requested = workdir / ".ralph" / request_file
+    started = time.monotonic()
+    loop = play(
+        [[{"usage_limited": 60}]],
+        before=lambda: later(0.5, requested.touch),
+        max_iterations=5,
+    )
+    assert time.monotonic() - started < 30
+    assert loop.outcome == outcome
+    assert [(n, status) for n, status, _ in loop.statuses()] == [(1, "rate_limited")]
+    assert {key: loop.tracker.get(key) for key in tracker} == tracker
+    assert loop.record.rate_limited_until is None
+
+
+def test_iterations_that_change_nothing_in_a_git_work_tree_trip_the_breaker(play, workdir):
+    subprocess.run(["git", "init", "-q", str(workdir)], check=True)
+    turns = [{"text": f"Thinking ({n}).", "sleep_s": 0.2} for n in range(1, 9)]
+    loop = play([turns], max_iterations=10, no_progress_threshold=3)
+    assert loop.outcome == ("failed", "circuit_breaker")
+    assert "no progress" in (loop.record.stop_detail or "")
+    # judged once its Stop is answered: the trip ends the loop at the next Stop
+    assert len(loop.iterations) == 4
+    [tripped] = [data for kind, data in loop.events if kind == "circuit_breaker_tripped"]
+    assert (tripped["iteration"], tripped["cause"]) == (3, "no_progress")
+    assert (loop.tracker["active"], loop.tracker["ended_reason"]) == (False, "circuit_breaker")
+    assert loop.record.breaker_state["status"] == "open"
+
+
+PYTEST = {"name": "Bash", "input": {"command": "pytest -q", "description": "Run the tests"}}
+READ = {"name": "Read", "input": {"file_path": "notes.txt"}}
+EDIT = {"name": "Edit", "input": {"file_path": "notes.txt", "old_string": "a", "new_string": "b"}}
+DENIED_WRITE = {
+    "name": "Write",
+    "input": {"file_path": "notes.txt", "content": "x"},
+    "denied": True,
+}
+TEST_ONLY_NOTE = "The last iteration only ran tests and changed nothing"
+
+
+def test_outside_a_git_work_tree_file_editing_tool_calls_are_progress(play):
+    turns = [{"text": f"Edited ({n}).", "tools": [READ, EDIT]} for n in range(1, 6)]
+    loop = play([turns], max_iterations=5, no_progress_threshold=2)
+    assert loop.outcome == ("stopped", "max_iterations")
+
+
+def test_outside_a_git_work_tree_iterations_that_edit_nothing_trip_the_breaker(play):
+    turns = [{"text": f"Read it ({n}).", "tools": [READ]} for n in range(1, 6)]
+    loop = play([turns], max_iterations=5, no_progress_threshold=2)
+    assert loop.outcome == ("failed", "circuit_breaker")
+    [tripped] = [data for kind, data in loop.events if kind == "circuit_breaker_tripped"]
+    assert (tripped["iteration"], tripped["cause"]) == (2, "no_progress")
+
+
+def test_outside_a_git_work_tree_refused_edits_trip_the_breaker_by_the_denial_threshold(play):
+    turns = [{"text": f"Could not write ({n}).", "tools": [DENIED_WRITE]} for n in range(1, 6)]
+    loop = play([turns], max_iterations=5, no_progress_threshold=10, permission_denial_threshold=2)
+    assert loop.outcome == ("failed", "circuit_breaker")
+    assert "permission denied for Write" in (loop.record.stop_detail or "")
+    first_block = loop.answers[0]["reason"]
+    assert "These tools were denied in the last iteration" in first_block
+
+
+def test_an_iteration_that_only_ran_tests_is_told_so_at_its_stop(play):
+    turns = [
+        {"text": "The tests pass.", "tools": [PYTEST]},
+        {"text": "Fixed the next bug.", "tools": [PYTEST, EDIT]},
+        {"text": DONE},
+    ]
+    loop = play([turns], max_iterations=5)
+    assert loop.outcome == ("completed", "completion")
+    reasons = [answer.get("reason", "") for answer in loop.answers]
+    assert TEST_ONLY_NOTE in reasons[0]
+    assert TEST_ONLY_NOTE not in reasons[1]  # the edit was the next change
+
+
+def test_the_same_error_again_and_again_trips_the_breaker_by_its_own_threshold(play):
+    loop = play(
+        [[{"error": True}]] * 4,
+        max_iterations=10,
+        circuit_breaker_threshold=10,
+        same_error_threshold=2,
+    )
+    assert loop.outcome == ("failed", "circuit_breaker")
+    assert [status for _, status, _ in loop.statuses()] == ["error", "error"]
+    assert "same error" in (loop.record.stop_detail or "")
+
+
+def test_a_temperature_claude_cannot_take_is_a_warning_naming_the_agent(play):
+    loop = play([[{"text": "one"}]], max_iterations=1, temperature=0.2)
+    assert "temperature is ignored: the claude agent has no temperature setting" in (
+        loop.warnings()
+    )
+
+
+def test_a_session_s_output_is_kept_in_the_transcripts_of_the_iterations_it_spans(play, store):
+    loop = play([[{"text": "one"}, {"text": "two"}], [{"text": "three"}]], max_iterations=3)
+
+    kept = {n: b"".join(iter_transcript(store, loop.record.id, n)) for n in (1, 2, 3)}
+    assert b'"text": "one"' in kept[1] + kept[2]
+    assert b'"text": "three"' in kept[3]  # the second claude process, after the first's output
+    everything = b"".join(kept.values())
+    assert everything.count(b'"type": "result"') == 2  # both runs, whole
+    assert everything.index(b'"text": "one"') < everything.index(b'"text": "two"')
+
+
+def test_a_runner_shut_down_while_parked_leaves_the_loop_paused_and_the_next_one_goes_on(
+    play, store, workdir
+):
+    Path(os.environ["FAKE_CLAUDE_SCRIPT"]).write_text(
+        json.dumps([[{"usage_limited": 60}], [{"text": DONE}]])
+    )
+    adapter, config, control = ClaudeAdapter(), LoopConfig(error_backoff_cap=0), RunControl()
+    ready = prepare(store, adapter, "Do the task", workdir, config, name="test")
+
+    async def shut_down_once_parked() -> None:
+        while store.get_loop(ready.loop.id).status != "rate_limited":
+            await asyncio.sleep(0.05)
+        control.request(Interruption.SUSPEND)
+
+    async def run_until_shut_down() -> LoopRecord:
+        runner = HookLoopRunner(store, adapter, ready.loop, config, ready.session, control=control)
+        shutdown = asyncio.create_task(shut_down_once_parked())
+        try:
+            return await runner.run()
+        finally:
+            shutdown.cancel()
+
+    paused = asyncio.run(asyncio.wait_for(run_until_shut_down(), 30))
+    assert (paused.status, paused.rate_limited_until) == ("paused", None)
+    session = session_of(paused)
+    runner = HookLoopRunner(store, adapter, paused, config, session)
+    final = Loop(asyncio.run(runner.run()), store, session.tracker)
+    assert final.outcome == ("completed", "completion")
+    assert [(n, status) for n, status, _ in final.statuses()] == [(1, "rate_limited"), (2, "ok")]
+
+
+def test_a_runtime_budget_that_runs_out_during_a_usage_limit_wait_ends_the_loop_after_it(play):
+    loop = play([[{"usage_limited": 2}], [{"text": "not played"}]], max_runtime=1.5)
+    assert loop.outcome == ("stopped", "max_runtime")
+    assert [(n, status) for n, status, _ in loop.statuses()] == [(1, "rate_limited")]

@@ -86,7 +86,7 @@ def test_a_model_without_a_price_adds_tokens_and_is_named():
 def test_the_events_of_the_wrapped_parser_pass_through():
     metered = meter()
     events = metered.feed(assistant("msg_1", text("Hello there.")))
-    assert [type(e).__name__ for e in events] == ["TextChunk"]
+    assert [type(e).__name__ for e in events] == ["TextChunk", "MessageUsage"]
 
 
 @pytest.mark.parametrize("line", [b"", b"garbage", b"[1]", b'{"type": "assistant"}'])

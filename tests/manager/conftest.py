@@ -11,9 +11,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from ralphctl.domain.config import LoopConfig
 from ralphctl.engine.bus import Subscription
-from ralphctl.engine.manager import LoopSpec
+from ralphctl.engine.starting import LoopRequest
 from ralphctl.store.records import EventRecord
 from ralphctl.store.repository import Store
 
@@ -48,12 +47,12 @@ def new_workdir(tmp_path: Path) -> Callable[[], Path]:
 
 def spec(
     workdir: Path, *steps: dict[str, Any], worktree: bool = False, **settings: Any
-) -> LoopSpec:
+) -> LoopRequest:
     """A loop of the scripted agent playing ``steps`` (the last one repeats)."""
     script = workdir.parent / f"script-{uuid.uuid4().hex[:6]}.json"
     script.write_text(json.dumps({"steps": list(steps)}))
-    config = LoopConfig(**{**FAST, **settings, "agent": "scripted", "script": str(script)})
-    return LoopSpec(task="Do the work.", workdir=workdir, config=config, worktree=worktree)
+    given = {**FAST, **settings, "agent": "scripted", "script": str(script)}
+    return LoopRequest(task="Do the work.", workdir=workdir, settings=given, worktree=worktree)
 
 
 def run(coroutine: Awaitable[T]) -> T:

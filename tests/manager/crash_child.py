@@ -10,19 +10,22 @@ import asyncio
 import sys
 from pathlib import Path
 
-from ralphctl.domain.config import LoopConfig
-from ralphctl.engine.manager import LoopManager, LoopSpec
+from ralphctl.engine.manager import LoopManager
+from ralphctl.engine.starting import LoopRequest
 from ralphctl.store.repository import Store
 
 
-def spec(script: str, workdir: str) -> LoopSpec:
+def spec(script: str, workdir: str) -> LoopRequest:
     if script == "hook":
-        config = LoopConfig(error_backoff_cap=0)
-        return LoopSpec(task="Write the notes.", workdir=Path(workdir), config=config, mode="hook")
-    config = LoopConfig(
-        cooldown=0, checkpoint_interval=0, error_backoff_cap=0, agent="scripted", script=script
-    )
-    return LoopSpec(task="Do the work.", workdir=Path(workdir), config=config)
+        return LoopRequest("Write the notes.", Path(workdir), {"error_backoff_cap": 0}, mode="hook")
+    settings: dict[str, object] = {
+        "cooldown": 0,
+        "checkpoint_interval": 0,
+        "error_backoff_cap": 0,
+        "agent": "scripted",
+        "script": script,
+    }
+    return LoopRequest("Do the work.", Path(workdir), settings)
 
 
 async def main(db_url: str, script: str, workdirs: list[str]) -> None:

@@ -18,7 +18,8 @@ from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.engine.control import control_directly
 from ralphctl.engine.hookmode.setup import prepare
 from ralphctl.engine.hookmode.sockets import runtime_dir
-from ralphctl.engine.manager import LoopManager, LoopSpec, UnsupportedControl
+from ralphctl.engine.manager import LoopManager, UnsupportedControl
+from ralphctl.engine.starting import LoopRequest
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.paths import tracker_path
 from ralphctl.hook.tracker import load, update_fields
@@ -29,9 +30,9 @@ from tests.manager.conftest import next_event, run, until
 DONE = "All done.\n<promise>COMPLETE</promise>"
 
 
-def hook_spec(workdir: Path, **settings: Any) -> LoopSpec:
-    config = LoopConfig(**{"error_backoff_cap": 0, **settings})
-    return LoopSpec(task="Write the notes.", workdir=workdir, config=config, mode="hook")
+def hook_spec(workdir: Path, **settings: Any) -> LoopRequest:
+    given = {"error_backoff_cap": 0, **settings}
+    return LoopRequest(task="Write the notes.", workdir=workdir, settings=given, mode="hook")
 
 
 def tracker(loop: LoopRecord) -> dict[str, Scalar]:

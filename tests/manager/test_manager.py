@@ -10,7 +10,7 @@ from ralphctl.engine.manager import (
     InvalidSpec,
     LoopAlreadyExists,
     LoopManager,
-    LoopSpec,
+    LoopRequest,
     Stats,
 )
 from ralphctl.engine.sentinels import sentinel_path
@@ -264,7 +264,7 @@ def test_a_resumed_loop_needs_a_free_slot(db, new_workdir):
     ("change", "message"),
     [
         ({"mode": "dreamy"}, "mode 'dreamy': use fresh or hook"),
-        ({"mode": "hook"}, "hook runs Claude Code only, not the scripted agent"),
+        ({"mode": "hook"}, "which the scripted agent cannot do; agents that can: claude"),
         ({"task": "  "}, "the task is empty"),
         ({"workflow": "no-such-workflow"}, "no-such-workflow"),
     ],
@@ -294,10 +294,10 @@ def test_a_missing_work_dir_or_agent_script_is_refused(db, tmp_path, new_workdir
         good = spec(new_workdir(), DONE)
         try:
             with pytest.raises(InvalidSpec, match="not a directory"):
-                await manager.create(LoopSpec("t", tmp_path / "nowhere", good.config))
-            missing = good.config.__class__(**{**good.config.to_json(), "script": "/no/such"})
+                await manager.create(LoopRequest("t", tmp_path / "nowhere", good.settings))
+            missing = {**good.settings, "script": "/no/such"}
             with pytest.raises(InvalidSpec, match="script not found"):
-                await manager.create(LoopSpec("t", good.workdir, missing))
+                await manager.create(LoopRequest("t", good.workdir, missing))
         finally:
             await manager.close()
 
@@ -319,7 +319,9 @@ def test_stats_count_active_loops_and_sum_every_loop(db, new_workdir):
         return stats
 
     stats = run(scenario())
-    assert (stats.total_active, stats.running, stats.paused) == (2, 1, 0)
-    assert stats.total_cost == pytest.approx(0.11)
-    assert stats.total_iterations == 3  # two of the first loop, the second's running one
-    assert stats.total_tokens == 110
+    assert stats.active.loops == 2
+    assert stats.active_by_status == {"pending": 1, "running": 1, "paused": 0, "rate_limited": 0}
+    assert stats.active.iterations == 1  # the second loop's running one
+    assert stats.all_time.cost_usd == pytest.approx(0.11)
+    assert stats.all_time.iterations == 3  # two of the first loop, the second's running one
+    assert stats.all_time.tokens == 110

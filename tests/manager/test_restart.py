@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.states import LoopStatus
 from ralphctl.engine.manager import LoopManager
 from ralphctl.engine.sentinels import sentinel_path
@@ -33,7 +34,7 @@ def left_behind(
 ) -> LoopRecord:
     """A loop as a runner that died mid-iteration leaves it: ``done`` iterations recorded, the
     next one still marked running."""
-    config = spec(workdir, *steps).config
+    config = LoopConfig.from_mapping(spec(workdir, *steps).settings)
     loop = db.create_loop(
         LoopRecord(
             id=uuid.uuid4().hex[:12],

@@ -32,7 +32,7 @@ def test_user_install_status_uninstall(homes):
     assert code == 0
     assert "user: installed, ralphctl" in out
     assert f"interpreter: {sys.executable}" in out
-    assert "loaded by Claude Code: not yet" in out
+    assert "registered with Claude Code: yes" in out
     assert "project: not installed" in out
 
     assert plugin("uninstall") == (
@@ -60,7 +60,7 @@ def test_project_install_and_status_json(homes):
         "commands": ["/ralph-loop", "/cancel-ralph", "/ralph-status"],
         "version": project["version"],
         "interpreter": sys.executable,
-        "loaded_by_claude": None,
+        "registered": None,
         "problems": [],
     }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,37 @@ def test_uninstall_forgets_the_marketplace_claude_code_recorded_from_ours(homes)
     write_json(known, {"other": other, "ralphctl": ours})  # what a Claude Code session writes
     uninstall(user_plan(PYTHON, "9.9"))
     assert read_json(known) == {"other": other}
+
+
+def test_user_install_registers_the_marketplace_as_claude_code_itself_records_it(homes):
+    # Claude Code before 2.1.330 loads a marketplace's commands only once this record names
+    # it: without it the first session after install answered "Unknown command".
+    install_user()
+    entry = read_json(homes.claude / "plugins" / "known_marketplaces.json")["ralphctl"]
+    assert entry["source"] == {"source": "directory", "path": str(homes.marketplace)}
+    assert entry["installLocation"] == str(homes.marketplace)
+    assert datetime.fromisoformat(entry["lastUpdated"]).tzinfo is not None
+
+
+def test_user_install_keeps_every_other_marketplace_claude_code_knows(homes):
+    known = homes.claude / "plugins" / "known_marketplaces.json"
+    other = {"source": {"source": "github", "repo": "x/y"}, "lastUpdated": "t"}
+    write_json(known, {"other": other})
+    install_user()
+    assert set(read_json(known)) == {"other", "ralphctl"}
+    uninstall(user_plan(PYTHON, "9.9"))
+    assert read_json(known) == {"other": other}
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]"])
+def test_an_unreadable_marketplace_record_is_an_error_and_nothing_is_written(homes, content):
+    known = homes.claude / "plugins" / "known_marketplaces.json"
+    known.parent.mkdir(parents=True)
+    known.write_text(content)
+    before = snapshot(homes.root)
+    with pytest.raises(InstallError, match=r"known_marketplaces\.json"):
+        install_user()
+    assert snapshot(homes.root) == before
 
 
 def test_a_marketplace_of_the_same_name_elsewhere_is_not_forgotten(homes):

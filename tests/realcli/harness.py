@@ -18,19 +18,44 @@ from typing import Any
 from tests.mockapi import MockMessagesApi
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PINNED_BIN = REPO_ROOT / "node_modules" / ".bin" / "claude"
+NODE_MODULES = REPO_ROOT / "node_modules"
+#: The supported Claude Code versions' ends, both pinned in package.json: the newest as
+#: ``@anthropic-ai/claude-code``, every older one under the npm alias ``claude-code-<version>``.
+NEWEST_VERSION = "2.1.330"
+OLDEST_VERSION = "2.1.100"
+SUPPORTED_VERSIONS = (OLDEST_VERSION, NEWEST_VERSION)
 BIN_ENV = "RALPHCTL_CLAUDE_BIN"
 STREAM_JSON = ("-p", "--output-format", "stream-json", "--verbose")
 INSTALL_HINT = (
-    f"the pinned Claude Code CLI is missing (looked at ${BIN_ENV}, else node_modules/.bin/claude):"
+    f"a pinned Claude Code CLI is missing (looked at ${BIN_ENV}, else node_modules):"
     " run `npm ci` in the repository root"
 )
 
 
-def claude_binary() -> Path | None:
-    """``$RALPHCTL_CLAUDE_BIN`` if set, else the npm-pinned binary; None if it is not there."""
-    configured = os.environ.get(BIN_ENV)
-    binary = Path(configured) if configured else PINNED_BIN
+def package_dir(version: str) -> Path:
+    """Where ``npm ci`` installs the pinned CLI of ``version``."""
+    if version == NEWEST_VERSION:
+        return NODE_MODULES / "@anthropic-ai" / "claude-code"
+    return NODE_MODULES / f"claude-code-{version}"
+
+
+def pinned_binary(version: str = NEWEST_VERSION) -> Path:
+    """The ``claude`` executable of a pinned version, as its package.json names it (a native
+    binary from 2.1.120 on, ``cli.js`` run by Node before). The shared ``node_modules/.bin``
+    is not used: npm links only one of several packages that declare the same command."""
+    package = package_dir(version)
+    try:
+        manifest = json.loads((package / "package.json").read_text())
+        return package / str(manifest["bin"]["claude"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return package / "bin" / "claude.exe"
+
+
+def claude_binary(version: str | None = None) -> Path | None:
+    """The CLI of ``version``; without one ``$RALPHCTL_CLAUDE_BIN`` if set, else the newest
+    pinned. None if it is not there."""
+    configured = os.environ.get(BIN_ENV) if version is None else None
+    binary = Path(configured) if configured else pinned_binary(version or NEWEST_VERSION)
     return binary if binary.is_file() and os.access(binary, os.X_OK) else None
 
 
@@ -96,6 +121,7 @@ class RealClaude:
     project: Path
     home: Path
     env: dict[str, str]
+    version: str = NEWEST_VERSION
 
     def run(
         self,
@@ -127,8 +153,11 @@ class RealClaude:
 
 
 @contextmanager
-def real_claude_session(binary: Path, root: Path | None = None) -> Iterator[RealClaude]:
-    """A started mock plus a fresh home and project under ``root`` (a temp dir if None).
+def real_claude_session(
+    binary: Path, root: Path | None = None, version: str = NEWEST_VERSION
+) -> Iterator[RealClaude]:
+    """A started mock plus a fresh home and project under ``root`` (a temp dir if None);
+    ``version`` is the version of ``binary``.
 
     ``env`` also sets ``RALPHCTL_CLAUDE_BIN`` so that ralphctl run with it drives this CLI.
     """
@@ -138,7 +167,7 @@ def real_claude_session(binary: Path, root: Path | None = None) -> Iterator[Real
         project.mkdir()
         _require_outside_git(project)
         env = {**hermetic_env(server.base_url, home), BIN_ENV: str(binary)}
-        yield RealClaude(binary=binary, server=server, project=project, home=home, env=env)
+        yield RealClaude(binary, server, project, home, env, version)
 
 
 def _require_outside_git(project: Path) -> None:

@@ -1,8 +1,10 @@
 """Record the real CLI's stdout for each scenario into ``cassettes/<name>.jsonl``.
 
-Run from the repository root: ``.venv/bin/python -m tests.realcli.record_cassettes [NAME…]``
-(or ``.venv/bin/python tests/realcli/record_cassettes.py``). Each cassette gets a sidecar
-``<name>.json`` with the exit code, the stderr tail and what the scenario shows.
+Run from the repository root: ``.venv/bin/python -m tests.realcli.record_cassettes
+[--version V] [NAME…]`` (or ``.venv/bin/python tests/realcli/record_cassettes.py …``). Each
+cassette gets a sidecar ``<name>.json`` with the exit code, the stderr tail and what the
+scenario shows. The newest supported CLI records into ``cassettes/``; an older pinned one
+(``--version 2.1.100``) into ``cassettes/claude-<version>/``.
 """
 
 from __future__ import annotations
@@ -14,17 +16,29 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a path: make ``tests`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.realcli.harness import INSTALL_HINT, ClaudeRun, claude_binary, real_claude_session
+from tests.realcli.harness import (
+    INSTALL_HINT,
+    NEWEST_VERSION,
+    ClaudeRun,
+    claude_binary,
+    real_claude_session,
+)
 from tests.realcli.scenarios import SCENARIOS, Scenario
 
 CASSETTES = Path(__file__).resolve().parent / "cassettes"
 STDERR_TAIL = 2000
 
 
-def record(scenario: Scenario, binary: Path) -> ClaudeRun:
-    with real_claude_session(binary) as claude:
+def cassette_dir(version: str) -> Path:
+    """Where the cassettes of one pinned CLI version live."""
+    return CASSETTES if version == NEWEST_VERSION else CASSETTES / f"claude-{version}"
+
+
+def record(scenario: Scenario, binary: Path, version: str = NEWEST_VERSION) -> ClaudeRun:
+    folder = cassette_dir(version)
+    with real_claude_session(binary, version=version) as claude:
         run = scenario.play(claude)
-    (CASSETTES / f"{scenario.name}.jsonl").write_bytes(run.stdout)
+    (folder / f"{scenario.name}.jsonl").write_bytes(run.stdout)
     sidecar = {
         "scenario": scenario.name,
         "shows": scenario.shows,
@@ -33,22 +47,28 @@ def record(scenario: Scenario, binary: Path) -> ClaudeRun:
         "stderr_tail": run.stderr[-STDERR_TAIL:],
         "claude_code_version": run.init.get("claude_code_version"),
     }
-    (CASSETTES / f"{scenario.name}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    (folder / f"{scenario.name}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
     return run
 
 
-def main(names: list[str]) -> int:
-    binary = claude_binary()
+def main(args: list[str]) -> int:
+    version, names = NEWEST_VERSION, args
+    if args[:1] == ["--version"]:
+        if len(args) < 2:
+            print("--version needs a version, e.g. --version 2.1.100", file=sys.stderr)
+            return 2
+        version, names = args[1], args[2:]
+    binary = claude_binary(None if version == NEWEST_VERSION else version)
     if binary is None:
-        print(INSTALL_HINT, file=sys.stderr)
+        print(f"Claude Code {version}: {INSTALL_HINT}", file=sys.stderr)
         return 1
     unknown = sorted(set(names) - SCENARIOS.keys())
     if unknown:
         print(f"unknown scenarios: {', '.join(unknown)}", file=sys.stderr)
         return 2
-    CASSETTES.mkdir(exist_ok=True)
+    cassette_dir(version).mkdir(parents=True, exist_ok=True)
     for name in names or list(SCENARIOS):
-        run = record(SCENARIOS[name], binary)
+        run = record(SCENARIOS[name], binary, version)
         print(f"{name}: exit {run.exit_code}, {len(run.events)} lines")
     return 0
 

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tests.mockapi import DEFAULT_MODEL, ApiError, Reply, ToolCall, Usage, expected_cost
-from tests.realcli.harness import ClaudeRun, RealClaude, real_claude_session
+from tests.realcli.harness import OLDEST_VERSION, ClaudeRun, RealClaude, real_claude_session
+from tests.realcli.record_cassettes import cassette_dir
 from tests.realcli.scenarios import SCENARIOS, SESSION_ID
 
 pytestmark = pytest.mark.real_cli
@@ -102,6 +103,22 @@ def test_each_cassette_still_matches_the_pinned_cli(played, name):
     _, run = played(name)
     recorded = json.loads((CASSETTES / f"{name}.json").read_text())
     lines = [json.loads(line) for line in (CASSETTES / f"{name}.jsonl").read_text().splitlines()]
+
+    assert run.exit_code == recorded["exit_code"]
+    assert [shape(e) for e in run.events] == [shape(e) for e in lines]
+
+
+@pytest.mark.parametrize("claude_version", [OLDEST_VERSION], indirect=True)
+@pytest.mark.parametrize(
+    "name", sorted(path.stem for path in cassette_dir(OLDEST_VERSION).glob("*.jsonl"))
+)
+def test_each_cassette_of_the_oldest_version_still_matches_it(claude_bin, tmp_path, name):
+    """Re-record with ``python -m tests.realcli.record_cassettes --version 2.1.100 NAME``."""
+    folder = cassette_dir(OLDEST_VERSION)
+    with real_claude_session(claude_bin, tmp_path, OLDEST_VERSION) as claude:
+        run = SCENARIOS[name].play(claude)
+    recorded = json.loads((folder / f"{name}.json").read_text())
+    lines = [json.loads(line) for line in (folder / f"{name}.jsonl").read_text().splitlines()]
 
     assert run.exit_code == recorded["exit_code"]
     assert [shape(e) for e in run.events] == [shape(e) for e in lines]

@@ -178,3 +178,40 @@ def test_tokens_in_logged_websocket_paths_are_blanked():
 
     assert TOKEN not in record.getMessage()
     assert "/ws/events?since=3&token=***" in record.getMessage()
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "content"),
+    [
+        ("POST", "/api/loops", b"{not json"),
+        ("POST", "/api/loops", b"\xff\xfe"),
+        ("POST", "/api/loops", b'{"task": 3, "unknown": true}'),
+        ("GET", f"/api/events?since={2**64}&limit=0", None),
+        ("POST", "/api/loops/abcd1234/pause?now=maybe", None),
+    ],
+    ids=["malformed-json", "not-utf8", "invalid-body", "invalid-query", "invalid-flag"],
+)
+def test_without_a_token_even_a_malformed_request_is_401_and_nothing_more(
+    anonymous, method, path, content
+):
+    response = anonymous.request(
+        method, path, content=content, headers={"Content-Type": "application/json"}
+    )
+
+    assert response.status_code == 401
+    assert response.json() == {"detail": response.json()["detail"]}
+    assert "Authorization: Bearer" in response.json()["detail"]
+
+
+def test_without_a_token_an_unknown_path_is_401_not_404(anonymous):
+    assert anonymous.get("/api/no-such-thing").status_code == 401
+
+
+def test_a_websocket_without_a_token_is_refused_before_its_parameters_are_read(anonymous):
+    with (
+        pytest.raises(WebSocketDisconnect) as refused,
+        anonymous.websocket_connect("/ws/events?since=-1&loop_id=nope"),
+    ):
+        pass
+
+    assert (refused.value.code, refused.value.reason) == (1008, "")

@@ -63,8 +63,11 @@ def test_the_work_dirs_ralphctl_toml_supplies_what_the_body_leaves_out(client, n
         ({"config": {"bogus": 1}}, "bogus (from flag): unknown setting"),
         ({"config": {"cooldown": "soon"}}, "cooldown (from flag): 'soon' is not a duration"),
         ({"agent": "nope"}, "unknown agent 'nope'"),
-        ({"mode": "hook"}, "cooldown, checkpoint_interval, script: not available in hook mode"),
-        ({"mode": "hook", "config": {}, "script": None}, "hook runs Claude Code only"),
+        ({"mode": "hook"}, "which the scripted agent cannot do; agents that can: claude"),
+        (
+            {"mode": "hook", "agent": "claude", "script": None},
+            "cooldown, checkpoint_interval: not available in hook mode",
+        ),
         ({"workflow": "no-such-workflow"}, "no-such-workflow"),
     ],
 )

@@ -141,14 +141,35 @@ def test_a_negative_since_is_a_422(api):
     assert response.json()["detail"] == "since: Input should be greater than or equal to 0"
 
 
-def test_stats_count_active_loops_and_sum_every_loop(api):
+def test_stats_say_which_totals_are_for_active_loops_and_which_are_all_time(api):
     stats = api.get("/api/stats").json()
 
-    assert stats | {"total_cost": round(stats["total_cost"], 4)} == {
+    assert stats["active"] == {
+        "loops": 1,
+        "pending": 0,
+        "running": 1,
+        "paused": 0,
+        "rate_limited": 0,
+        "cost_usd": 0.0375,
+        "iterations": 3,
+        "tokens": 0,  # the fixture records no tokens on the running loop
+    }
+    assert stats["all_time"] == {
+        "loops": 2,
+        "cost_usd": 0.4592,  # 0.0375 + 0.4217, rounded to a millionth as every cost
+        "iterations": 3,
+        "tokens": 12_000 + 3_400,
+    }
+
+
+def test_stats_keep_their_older_flat_fields_for_existing_clients(api):
+    stats = api.get("/api/stats").json()
+
+    assert {key: value for key, value in stats.items() if key.startswith(("total", "r", "p"))} == {
         "total_active": 1,
         "running": 1,
         "paused": 0,
-        "total_cost": round(0.0375 + 0.4217, 4),
+        "total_cost": 0.4592,
         "total_iterations": 3,
         "total_tokens": 12_000 + 3_400,
     }

@@ -1,10 +1,12 @@
-"""``ralphctl serve`` as a process: what it prints, a busy port, and kill -9 with three loops
-mid-iteration (restarted, it stops the agents left running and finishes all three; every
-iteration is recorded exactly once)."""
+"""``ralphctl serve`` as a process: what it prints and logs, a busy port, SIGTERM and SIGINT
+(a clean exit), a stale address file, and kill -9 with three loops mid-iteration (restarted, it
+stops the agents left running and finishes all three; every iteration is recorded exactly
+once)."""
 
 from __future__ import annotations
 
 import json
+import signal
 import socket
 import subprocess
 import sys
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ralphctl.server.client import Client
-from ralphctl.server.locate import read_address, read_token, server_dir
+from ralphctl.server.locate import Address, read_address, read_token, server_dir, write_address
 from tests.engine.victims import asleep_in, live
 from tests.server.conftest import FAST, wait_until
 
@@ -42,7 +44,11 @@ def serve(tmp_path: Path) -> Iterator[Callable[[], tuple[subprocess.Popen[bytes]
     def start() -> tuple[subprocess.Popen[bytes], Client]:
         log = (tmp_path / f"serve-{len(started)}.log").open("w")
         db = str(tmp_path / "ralphctl.db")
-        process = subprocess.Popen([*SERVE, "--db", db], stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [*SERVE, "--db", db, "--log-file", str(tmp_path / "serve.log")],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         started.append(process)
 
         def ready() -> Client | None:
@@ -123,3 +129,93 @@ def test_a_killed_server_loses_no_iteration_and_repeats_none(serve, tmp_path, ne
         ]
         assert client.get(f"/api/loops/{loop['id']}")["iteration"] == 4
         assert (Path(loop["workdir"]) / "ran.log").read_text() == "1\n2\n3\n4\n"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_shuts_the_server_down_cleanly(serve, tmp_path, new_workdir, signum):
+    process, client = serve()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"text": "working", "sleep_s": 60}]}))
+    body = {"task": "Do the work.", "workdir": str(new_workdir()), "agent": "scripted"}
+    loop = client.post("/api/loops", body | {"script": str(script), "config": FAST})
+
+    process.send_signal(signum)
+
+    assert process.wait(timeout=60) == 0
+    assert read_address(server_dir()) is None
+    logged = (tmp_path / "serve.log").read_text()
+    assert f"{signal.Signals(signum).name}: shutting down" in logged
+    assert f"loop {loop['id']} suspended" in logged
+    assert "server stopped" in logged
+
+
+def test_a_stale_address_file_is_replaced_at_start(serve, tmp_path):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    write_address(server_dir(), Address("http://127.0.0.1:1", dead.pid))
+
+    process, client = serve()
+
+    assert read_address(server_dir()) == Address(client.base_url, process.pid)
+    logged = (tmp_path / "serve.log").read_text()
+    assert f"replacing the address left by server pid {dead.pid}, no longer running" in logged
+
+
+def test_an_unwritable_log_file_is_a_usage_error(tmp_path):
+    result = subprocess.run(
+        [*SERVE, "--db", str(tmp_path / "ralphctl.db"), "--log-file", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert result.returncode == 2
+    said = " ".join(result.stderr.split())  # rich wraps long lines
+    assert f"cannot write the log file {tmp_path}: Is a directory" in said
+    assert read_address(server_dir()) is None
+
+
+def test_an_unknown_log_level_is_a_usage_error(tmp_path):
+    result = subprocess.run(
+        [*SERVE, "--db", str(tmp_path / "ralphctl.db"), "--log-level", "loud"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert result.returncode == 2
+    assert "'loud' is not one of" in " ".join(result.stderr.split())
+
+
+def test_the_log_records_loop_lifecycle(serve, tmp_path, new_workdir):
+    _, client = serve()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"text": "done <promise>COMPLETE</promise>"}]}))
+    body = {"task": "Do the work.", "workdir": str(new_workdir()), "agent": "scripted"}
+    loop = client.post("/api/loops", body | {"script": str(script), "config": FAST})
+    wait_until(lambda: client.get(f"/api/loops/{loop['id']}")["status"] == "completed")
+
+    logged = wait_until(lambda: "completed" in (text := read(tmp_path)) and text)
+
+    for what in ("created", "started", "completed"):
+        assert f"INFO ralphctl.loops: loop {loop['id']} {what}" in logged
+
+
+def read(tmp_path: Path) -> str:
+    return (tmp_path / "serve.log").read_text()
+
+
+def test_by_default_the_log_is_beside_the_token_when_the_server_dir_is_set_apart(tmp_path):
+    process = subprocess.Popen(
+        [*SERVE, "--db", str(tmp_path / "ralphctl.db")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: read_address(server_dir()) is not None, "the server to start")
+    finally:
+        process.terminate()
+    assert process.wait(timeout=60) == 0
+
+    logged = (server_dir() / "serve.log").read_text()
+    assert "INFO ralphctl.serve: serving on http://127.0.0.1:" in logged

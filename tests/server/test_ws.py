@@ -13,6 +13,7 @@ from starlette.websockets import WebSocketDisconnect
 from ralphctl.engine.bus import EventBus
 from ralphctl.server import ws
 from ralphctl.server.ws import EventStream
+from ralphctl.store.errors import StoreError
 from tests.server.conftest import AUTH, DONE, loop_body, wait_until
 from tests.store.factories import new_loop
 
@@ -182,3 +183,21 @@ def test_replay_and_live_overlap_without_loss_or_repeat(sqlite_store):
 
     assert [m["seq"] for m in outbox.sent[1:]] == [two.seq, three.seq, three.seq + 1]
     assert outbox.closed == 1001
+
+
+def test_a_database_failure_ends_the_stream_with_1011_and_the_seq_to_resume_from(
+    client, sqlite_store, monkeypatch
+):
+    def failing(*_args: object, **_kwargs: object) -> None:
+        raise StoreError("cannot read events: disk I/O error")
+
+    monkeypatch.setattr(sqlite_store, "events_since", failing)  # the replay fails
+    with client.websocket_connect("/ws/events?since=0", headers=AUTH) as socket:
+        assert socket.receive_json()["event_type"] == "snapshot"
+        with pytest.raises(WebSocketDisconnect) as ended:
+            socket.receive_json()
+
+    assert (ended.value.code, ended.value.reason) == (
+        1011,
+        "the database failed: reconnect with since=0",
+    )

@@ -13,10 +13,19 @@ from ralphctl.store.database import open_engine
 from ralphctl.store.migrations import alembic_config
 from ralphctl.store.repository import Store
 from ralphctl.store.schema import HEAD_REVISION, metadata
+from ralphctl.store.transcript_chunks import append_chunk, iter_transcript
 from ralphctl.store.url import resolve_url
 from tests.store.factories import T0, new_loop, started_iteration
 
-TABLES = {"loops", "iterations", "events", "errors", "checkpoints", "alembic_version"}
+TABLES = {
+    "loops",
+    "iterations",
+    "events",
+    "errors",
+    "checkpoints",
+    "transcript_chunks",
+    "alembic_version",
+}
 
 
 def test_the_migrated_schema_matches_the_metadata(store_url: str) -> None:
@@ -78,3 +87,23 @@ def test_0003_adds_each_iteration_s_agent_and_goes_back_keeping_the_iterations(
     with Store.open(store_url) as store:
         (iteration,) = store.iterations("loop-mig")
     assert iteration == started_iteration("loop-mig", 1)  # no agent recorded before 0003
+
+
+def test_0004_adds_transcripts_and_going_back_drops_only_them(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        store.create_loop(new_loop("loop-mig"))
+        store.begin_iteration(started_iteration("loop-mig", 1))
+        append_chunk(store, "loop-mig", 1, 0, b"output")
+    engine = open_engine(resolve_url(store_url))
+
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0003")
+    with engine.connect() as conn:
+        tables = set(inspect(conn).get_table_names())
+        kept = conn.execute(text("SELECT loop_id, n FROM iterations")).all()
+    engine.dispose()
+    assert tables == TABLES - {"transcript_chunks"}
+    assert [tuple(row) for row in kept] == [("loop-mig", 1)]
+
+    with Store.open(store_url) as store:  # opening upgrades again
+        assert list(iter_transcript(store, "loop-mig", 1)) == []

@@ -99,6 +99,25 @@ def test_opening_a_current_database_does_not_import_alembic(tmp_path: Path) -> N
     assert result.stdout.strip() == "False", result.stderr
 
 
+def test_recording_in_a_current_sqlite_database_does_not_import_the_postgresql_dialect(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "r.db"
+    Store.open(str(path)).close()
+    snippet = (
+        "import sys; from ralphctl.store.repository import Store;"
+        "from tests.store.factories import new_loop;"
+        f"store = Store.open({str(path)!r}); store.create_loop(new_loop());"
+        "store.close(); print('sqlalchemy.dialects.postgresql' in sys.modules)"
+    )
+
+    result = subprocess.run(
+        [sys.executable, "-c", snippet], capture_output=True, text=True, check=False
+    )
+
+    assert result.stdout.strip() == "False", result.stderr
+
+
 def test_the_head_constant_is_the_newest_migration() -> None:
     from alembic.script import ScriptDirectory
 

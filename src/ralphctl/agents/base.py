@@ -22,10 +22,31 @@ class AgentUnavailable(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    reports_cost: bool = False
+    """What an agent CLI can do. The engine asks these, never the agent's name."""
+
+    fresh: bool = True  # one prompt per process: fresh-context loops
+    same_session: bool = False  # runs a Stop hook, so one session can be kept going (hook mode)
+    resume: bool = False  # continues a session by its id (``AgentRequest.resume``)
+    reports_cost: bool = False  # its stream reports the cost in USD
     reports_tokens: bool = False
     structured_stream: bool = False
-    resumable_sessions: bool = False
+    permission_modes: frozenset[str] = frozenset()  # the modes it takes; empty: it has none
+    temperature: bool = False  # takes a sampling temperature (``AgentRequest.temperature``)
+    plugins: bool = False  # loads named plugins for a run (``AgentRequest.plugins``)
+
+
+@dataclass(frozen=True, slots=True)
+class StopHook:
+    """Same-session mode: a command the agent runs at every Stop of its session.
+
+    ``max_blocks``: how many stops in a row the agent must let the command block (the loop's
+    bound and one more); ``disabled_plugins``: agent plugins that would run it a second time.
+    """
+
+    command: str
+    timeout_s: int
+    max_blocks: int
+    disabled_plugins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +62,10 @@ class AgentRequest:
     remaining_cost_usd: float | None = None
     model: str | None = None
     max_output_tokens: int | None = None
+    resume: bool = False  # continue the session ``session_id`` instead of starting it
+    stop_hook: StopHook | None = None  # same-session mode (capability ``same_session``)
+    temperature: float | None = None  # None: the agent's default (capability ``temperature``)
+    plugins: tuple[str, ...] = ()  # to enable for this run (capability ``plugins``)
 
 
 @dataclass(frozen=True, slots=True)

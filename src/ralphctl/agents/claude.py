@@ -12,8 +12,10 @@ Facts this module relies on (CLI 2.1.330, see research/claude-protocol.md §3):
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,17 +28,22 @@ from ralphctl.agents.base import (
     AgentUnavailable,
     Capabilities,
     ProcessOutcome,
+    StopHook,
 )
+from ralphctl.agents.claude_plugins import config_dir, installed_plugins, resolve_plugins
 from ralphctl.agents.events import (
     AgentEvent,
     ApiRetry,
     Finished,
+    MessageUsage,
     PermissionDenied,
     RateLimitSignal,
+    RawLine,
     SessionStarted,
     TextChunk,
     ToolCall,
     ToolOutput,
+    UsageReported,
 )
 from ralphctl.domain.model import (
     IterationResult,
@@ -52,13 +59,29 @@ INSTALL_HINT = (
     "install it with `npm install -g @anthropic-ai/claude-code`, "
     f"or set {BIN_ENV} to the path of the `claude` executable"
 )
-CLAUDE_CAPABILITIES = Capabilities(
-    reports_cost=True, reports_tokens=True, structured_stream=True, resumable_sessions=True
+PERMISSION_MODES = frozenset(
+    {"default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions"}
 )
+CLAUDE_CAPABILITIES = Capabilities(
+    fresh=True,
+    same_session=True,
+    resume=True,
+    reports_cost=True,
+    reports_tokens=True,
+    structured_stream=True,
+    permission_modes=PERMISSION_MODES,
+    plugins=True,
+)
+#: The tools that edit files: an iteration that used one changed something.
+EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+#: Claude Code ends a turn by itself after this many blocking Stop hooks in a row (default 8).
+BLOCK_CAP_ENV = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
 
 _PERMISSION_FLAGS = frozenset({"--permission-mode", "--dangerously-skip-permissions"})
 _SESSION_FLAGS = frozenset({"--session-id", "--resume", "-r"})
 _CONTINUE_FLAGS = frozenset({"--continue", "-c"})
+#: What a same-session run sets itself: the user's arguments may not take these away.
+_SAME_SESSION_FLAGS = frozenset({"--settings", *_SESSION_FLAGS})
 
 
 class ClaudeAdapter:
@@ -83,6 +106,8 @@ class ClaudeAdapter:
 
         The user's ``extra_args`` win over ours for permissions, session and budget flags;
         ``--continue`` is refused and ``--output-format`` may only repeat ``stream-json``.
+        A ``stop_hook`` (same-session mode) is added as a ``--settings`` layer for this session
+        only; the session and settings flags are then ours alone.
         """
         extra = list(request.extra_args)
         flags = {arg.partition("=")[0] for arg in extra if arg.startswith("-")}
@@ -90,6 +115,10 @@ class ClaudeAdapter:
             raise ValueError(
                 "--continue is not allowed: it resumes the most recent session in the "
                 "directory, which may belong to someone else; use --resume <session-id>"
+            )
+        if request.stop_hook is not None and (taken := sorted(flags & _SAME_SESSION_FLAGS)):
+            raise ValueError(
+                f"{' '.join(taken)}: a same-session loop sets the session and its settings itself"
             )
         output_format = _option_value(extra, "--output-format")
         if "--output-format" in flags and output_format != "stream-json":
@@ -103,7 +132,9 @@ class ClaudeAdapter:
         argv += [] if "--verbose" in flags else ["--verbose"]
         if not flags & _PERMISSION_FLAGS:
             argv += ["--permission-mode", request.permission_mode]
-        if not flags & _SESSION_FLAGS:
+        if request.resume:
+            argv += ["--resume", request.session_id]
+        elif not flags & _SESSION_FLAGS:
             argv += ["--session-id", request.session_id]
         if request.remaining_cost_usd is not None and "--max-budget-usd" not in flags:
             argv += ["--max-budget-usd", _usd(request.remaining_cost_usd)]
@@ -111,6 +142,13 @@ class ClaudeAdapter:
             argv += ["--model", request.model]
         argv += extra
         env = {"RALPHCTL_ITERATION": str(request.iteration)}
+        plugins = _plugins(request.plugins, flags)
+        if request.stop_hook is not None or plugins:
+            argv += ["--settings", settings_layer(request.stop_hook, plugins)]
+        if request.stop_hook is not None:
+            env[BLOCK_CAP_ENV] = block_cap(
+                request.stop_hook.max_blocks, os.environ.get(BLOCK_CAP_ENV)
+            )
         if request.max_output_tokens is not None:
             env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(request.max_output_tokens)
         if os.geteuid() == 0 and _bypasses_permissions(extra, flags, request.permission_mode):
@@ -119,6 +157,40 @@ class ClaudeAdapter:
 
     def new_parser(self) -> ClaudeStreamParser:
         return ClaudeStreamParser()
+
+
+def settings_layer(hook: StopHook | None, plugins: tuple[str, ...] = ()) -> str:
+    """The ``--settings`` JSON of a run: a same-session run's Stop hook with the plugins that
+    would run it again off, and the loop's plugins on."""
+    settings: dict[str, Any] = {"enabledPlugins": dict.fromkeys(plugins, True)}
+    if hook is not None:
+        group = {"hooks": [{"type": "command", "command": hook.command, "timeout": hook.timeout_s}]}
+        settings["hooks"] = {"Stop": [group]}
+        settings["enabledPlugins"] |= dict.fromkeys(hook.disabled_plugins, False)
+    return json.dumps(settings, separators=(",", ":"))
+
+
+def _plugins(names: Sequence[str], flags: set[str]) -> tuple[str, ...]:
+    """The ids of the plugins a run enables (docs/workflows.md); PluginNotInstalled for a
+    missing one."""
+    if not names:
+        return ()
+    if "--settings" in flags:
+        raise ValueError(
+            "--settings: ralphctl enables the loop's plugins with its own settings layer; "
+            "leave --settings out of the agent arguments"
+        )
+    return resolve_plugins(names, installed_plugins(config_dir()))
+
+
+def block_cap(needed: int, configured: str | None) -> str:
+    """A block cap of at least ``needed``; a higher (or ``0``: none) value already in the
+    environment is kept."""
+    try:
+        current = int(configured or "")
+    except ValueError:
+        return str(needed)
+    return str(current) if current == 0 or current >= needed else str(needed)
 
 
 def _executable() -> str | None:
@@ -168,6 +240,7 @@ _SUMMARY_KEYS = (
     "prompt",
 )
 _STDERR_EXCERPT_CHARS = 500
+_API_ERROR_TEXT = re.compile(r"API Error: (?:Request rejected \()?([1-5]\d\d)\b")
 
 # Most bytes of a real stream are ``user`` lines echoing tool output (whole files, twice: in
 # the tool_result and in ``tool_use_result``). From a few KB on, searching them for the few
@@ -184,8 +257,9 @@ class ClaudeStreamParser:
     """Turns ``claude -p --output-format stream-json --verbose`` lines into events and a result.
 
     Never raises on bad input: lines that are not a JSON object are counted in
-    ``unparsed_lines``; unknown event types are ignored. If several ``result`` lines come, the
-    last one wins (the CLI's totals are cumulative). Memory stays bounded: only the last
+    ``unparsed_lines`` and passed on as ``RawLine`` events (blank ones are not); unknown event
+    types are ignored. If several ``result`` lines come, the last one wins (the CLI's totals
+    are cumulative). Memory stays bounded: only the last
     main-thread text and assistant error, the last ``result`` object, init facts, the last
     rate-limit info, at most 100 permission denials and at most 200 tool calls are kept.
     """
@@ -221,11 +295,10 @@ class ClaudeStreamParser:
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
-            self._unparsed += 1
-            return []
+            obj = None
         if not isinstance(obj, dict):
             self._unparsed += 1
-            return []
+            return [RawLine.of(line)] if line.strip() else []
         kind = obj.get("type")
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         return handler(obj) if handler else []
@@ -250,7 +323,7 @@ class ClaudeStreamParser:
             cost_usd=_num(result.get("total_cost_usd")),
             session_id=_str(result.get("session_id")) or self._init_session_id,
             num_turns=_int(result.get("num_turns")),
-            api_error_status=_int(result.get("api_error_status")),
+            api_error_status=_api_error_status(result),
             permission_denials=(
                 _result_denials(result) if self._result is not None else tuple(self._denials)
             ),
@@ -289,10 +362,10 @@ class ClaudeStreamParser:
         if subtype == "permission_denied":
             tool = _str(obj.get("tool_name")) or "unknown"
             message = _str(obj.get("message")) or ""
+            tool_use_id = _str(obj.get("tool_use_id")) or ""
             if len(self._denials) < _MAX_DENIALS:
-                tool_use_id = _str(obj.get("tool_use_id")) or ""
                 self._denials.append(PermissionDenial(tool, tool_use_id, message))
-            return [PermissionDenied(tool, message)]
+            return [PermissionDenied(tool, message, tool_use_id)]
         return []
 
     def _assistant(self, obj: dict[str, Any]) -> list[AgentEvent]:
@@ -315,9 +388,12 @@ class ClaudeStreamParser:
                 name = _str(block.get("name")) or ""
                 tool_use_id = _str(block.get("id")) or ""
                 summary = summarise_tool_input(block.get("input"))
+                edits_files = name in EDIT_TOOLS
                 if len(self._tool_uses) < _MAX_TOOL_USES:
-                    self._tool_uses.append(ToolUse(name, summary))
-                events.append(ToolCall(name, tool_use_id, summary))
+                    self._tool_uses.append(ToolUse(name, summary, edits_files, tool_use_id))
+                events.append(ToolCall(name, tool_use_id, summary, edits_files))
+        if message_id is not None:
+            events.append(_message_usage(message_id, message))
         return events
 
     def _user(self, obj: dict[str, Any]) -> list[AgentEvent]:
@@ -341,7 +417,7 @@ class ClaudeStreamParser:
             text = _str(delta.get("text"))
             if delta.get("type") == "text_delta" and text:
                 self._streamed_text = True
-                return [TextChunk(text)]
+                return [TextChunk(text, delta=True)]
         return []
 
     def _rate_limit_event(self, obj: dict[str, Any]) -> list[AgentEvent]:
@@ -356,7 +432,9 @@ class ClaudeStreamParser:
 
     def _result_line(self, obj: dict[str, Any]) -> list[AgentEvent]:
         self._result = obj
-        return [Finished(obj.get("is_error") is True, _num(obj.get("total_cost_usd")))]
+        reported = _usage_since_last_result(obj)
+        finished = Finished(obj.get("is_error") is True, _num(obj.get("total_cost_usd")))
+        return [finished] if reported is None else [reported, finished]
 
     def _remember_text(self, message_id: str | None, text: str) -> None:
         """Keep the text of the last main-thread message (its text blocks, one per line)."""
@@ -399,6 +477,55 @@ def _fast_tool_outputs(line: bytes) -> list[AgentEvent] | None:
     except UnicodeDecodeError:
         return None
     return [ToolOutput(tool_use_id, line.find(_IS_ERROR_TRUE, 0, end) >= 0)]
+
+
+def _message_usage(message_id: str, message: dict[str, Any]) -> MessageUsage:
+    """The usage an ``assistant`` line repeats for its message (input and cache tokens exact,
+    ``output_tokens`` a placeholder until the message ends) and the output it shows."""
+    usage = _dict(message.get("usage"))
+    tokens = TokenUsage(
+        input=_count(usage.get("input_tokens")),
+        output=_count(usage.get("output_tokens")),
+        cache_read=_count(usage.get("cache_read_input_tokens")),
+        cache_write=_count(usage.get("cache_creation_input_tokens")),
+    )
+    shown = sum(_shown_chars(block) for block in _list(message.get("content")))
+    return MessageUsage(message_id, _str(message.get("model")) or "", tokens, shown)
+
+
+def _shown_chars(block: object) -> int:
+    """How much output a content block shows: its text, thinking or tool input."""
+    if not isinstance(block, dict):
+        return 0
+    kind = block.get("type")
+    if kind in ("text", "thinking"):
+        text = block.get(kind)
+        return len(text) if isinstance(text, str) else 0
+    if kind == "tool_use":
+        return len(orjson.dumps(block.get("input"))) + len(str(block.get("name", "")))
+    return 0
+
+
+def _usage_since_last_result(result: dict[str, Any]) -> UsageReported | None:
+    """A ``result`` line's ``model_usage_since_last_result`` (a session's later results
+    repeat its totals; this is what the last run added), if every model has a ``costUSD``."""
+    per_model = result.get("model_usage_since_last_result")
+    if not isinstance(per_model, dict):
+        return None
+    tokens, cost = TokenUsage(), 0.0
+    for entry in per_model.values():
+        usage = _dict(entry)
+        usd = _num(usage.get("costUSD"))
+        if usd is None:
+            return None
+        cost += usd
+        tokens += TokenUsage(
+            input=_count(usage.get("inputTokens")),
+            output=_count(usage.get("outputTokens")),
+            cache_read=_count(usage.get("cacheReadInputTokens")),
+            cache_write=_count(usage.get("cacheCreationInputTokens")),
+        )
+    return UsageReported(tokens, cost)
 
 
 def summarise_tool_input(tool_input: object) -> str:
@@ -487,9 +614,19 @@ def _error_message(result: dict[str, Any] | None, outcome: ProcessOutcome) -> st
     return "; ".join(problems) or None
 
 
+def _api_error_status(result: dict[str, Any]) -> int | None:
+    """The HTTP status of a failed run's API error: ``api_error_status``, or for CLIs that do
+    not report it (2.1.100) the status their result text starts with (``API Error: 429 {…``)."""
+    status = _int(result.get("api_error_status"))
+    if status is not None or result.get("is_error") is not True:
+        return status
+    stated = _API_ERROR_TEXT.match(_str(result.get("result")) or "")
+    return int(stated.group(1)) if stated else None
+
+
 def _reported_error(result: dict[str, Any]) -> str:
     details: list[str] = []
-    status = _int(result.get("api_error_status"))
+    status = _api_error_status(result)
     if status is not None:
         details.append(f"API error status {status}")
     subtype = _str(result.get("subtype"))
@@ -525,6 +662,12 @@ def _str(value: object) -> str | None:
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _count(value: object) -> int:
+    """A token count: a positive integer, else 0."""
+    number = _int(value)
+    return number if number is not None and number > 0 else 0
 
 
 def _num(value: object) -> float | None:

@@ -14,6 +14,12 @@ children included) form one process group that is signalled as a whole:
 before it was started, so that a caller can record them and a later process can recognise and
 stop an agent whose runner died (``engine/orphans``).
 
+Memory stays bounded whatever the agent prints: ``on_output`` sees stdout as it arrives (to
+stream it to a transcript), and lines are handed to the parser only up to
+``MAX_PARSED_LINE_BYTES``; a longer line is counted in ``IterationResult.oversized_lines``, never
+held whole. Running out of memory while reading the output kills the agent and makes the run an
+error (``OUT_OF_MEMORY``), never a crash of the caller.
+
 The leader is always reaped before ``run_agent`` returns. ``ProcessOutcome.exit_code`` is the
 exit status as asyncio reports it: ``0..255``, or ``-N`` when signal N killed the agent. A
 program that catches the signal and exits by itself reports its own code instead: Claude Code
@@ -29,6 +35,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ralphctl.agents.base import AgentCommand, AgentUnavailable, ProcessOutcome, StreamParser
@@ -36,6 +43,10 @@ from ralphctl.agents.events import AgentEvent
 from ralphctl.domain.model import IterationResult
 
 STDERR_TAIL_BYTES = 8 * 1024
+#: The longest line the parser sees. Claude's largest lines are tool results (its Read and Bash
+#: tools cap what they return) and the ``result`` line (the final text); see docs/transcripts.md.
+MAX_PARSED_LINE_BYTES = 8 * 1024 * 1024
+OUT_OF_MEMORY = "out of memory while reading the agent's output: the agent was stopped"
 
 
 async def run_agent(
@@ -46,17 +57,18 @@ async def run_agent(
     timeout: float | None,
     on_event: Callable[[AgentEvent], None] | None = None,
     on_spawn: Callable[[int, float], None] | None = None,
+    on_output: Callable[[bytes], None] | None = None,
     interrupt: asyncio.Event | None = None,
     force: asyncio.Event | None = None,
     grace_s: float = 3.0,
 ) -> IterationResult:
     """Run ``command`` in ``cwd``, feed its stdout to ``parser`` line by line, and return
-    ``parser.finish(outcome)``. ``on_event`` sees each event as it arrives; ``on_spawn`` is
-    called once with the agent's pid and start time (``time.time()``). If either raises, the
-    agent is killed and the exception propagates. A missing or unrunnable executable raises
-    AgentUnavailable.
+    ``parser.finish(outcome)``. ``on_output`` sees every byte of stdout as it arrives (before
+    parsing); ``on_event`` sees each event as it arrives; ``on_spawn`` is called once with the
+    agent's pid and start time (``time.time()``). If one of them raises, the agent is killed
+    and the exception propagates. A missing or unrunnable executable raises AgentUnavailable.
     """
-    protocol = _AgentProtocol(parser, on_event)
+    protocol = _AgentProtocol(parser, on_event, on_output)
     started = time.monotonic()
     spawned_at = time.time()
     transport = await _spawn(protocol, command, cwd)
@@ -91,53 +103,95 @@ async def run_agent(
         timed_out=timed_out,
         interrupted=interrupted,
     )
-    return parser.finish(outcome)
+    result = replace(parser.finish(outcome), oversized_lines=protocol.oversized_lines)
+    if protocol.out_of_memory:
+        message = "; ".join(filter(None, (OUT_OF_MEMORY, result.error_message)))
+        result = replace(result, is_error=True, error_message=message)
+    return result
 
 
 class LineSplitter:
-    """Cuts a byte stream into lines without their ``\\n``, however long a line grows."""
+    """Cuts a byte stream into lines without their ``\\n``, holding at most ``max_line_bytes``.
 
-    def __init__(self, on_line: Callable[[bytes], None]) -> None:
+    A longer line is dropped as soon as it outgrows the limit: ``on_oversized`` gets its length
+    once it ends, ``on_line`` never sees it.
+    """
+
+    def __init__(
+        self,
+        on_line: Callable[[bytes], None],
+        *,
+        max_line_bytes: int = MAX_PARSED_LINE_BYTES,
+        on_oversized: Callable[[int], None] | None = None,
+    ) -> None:
         self._on_line = on_line
+        self._on_oversized = on_oversized
+        self._max = max_line_bytes
         self._partial = bytearray()
+        self._dropped = 0  # the length so far of a line over the limit (0: none)
 
     def feed(self, data: bytes) -> None:
         start = 0
         while (end := data.find(b"\n", start)) >= 0:
-            if self._partial:
-                self._partial += data[start:end]
-                line = bytes(self._partial)
-                self._partial.clear()
+            if not self._partial and not self._dropped and end - start <= self._max:
+                self._on_line(data[start:end])
             else:
-                line = data[start:end]
-            self._on_line(line)
+                self._add(data[start:end])
+                self._end_line()
             start = end + 1
-        self._partial += data[start:]
+        self._add(data[start:])
 
     def flush(self) -> None:
         """Hand over the last line if the stream did not end with a newline."""
-        if self._partial:
-            line = bytes(self._partial)
-            self._partial.clear()
-            self._on_line(line)
+        if self._partial or self._dropped:
+            self._end_line()
+
+    def _add(self, piece: bytes) -> None:
+        if self._dropped:
+            self._dropped += len(piece)
+        elif len(self._partial) + len(piece) > self._max:
+            self._dropped = len(self._partial) + len(piece)
+            self._partial = bytearray()  # a new buffer: clear() may keep the memory
+        else:
+            self._partial += piece
+
+    def _end_line(self) -> None:
+        if self._dropped:
+            size, self._dropped = self._dropped, 0
+            if self._on_oversized is not None:
+                self._on_oversized(size)
+            return
+        line = bytes(self._partial)
+        self._partial.clear()
+        self._on_line(line)
 
 
 class _AgentProtocol(asyncio.SubprocessProtocol):
     """Receives the agent's pipes; parses stdout as it arrives, keeps a tail of stderr."""
 
-    def __init__(self, parser: StreamParser, on_event: Callable[[AgentEvent], None] | None) -> None:
+    def __init__(
+        self,
+        parser: StreamParser,
+        on_event: Callable[[AgentEvent], None] | None,
+        on_output: Callable[[bytes], None] | None,
+    ) -> None:
         self.exited = asyncio.Event()  # the agent itself has exited (and was reaped)
         self.closed = asyncio.Event()  # ... and every pipe is closed
-        self.broken = asyncio.Event()  # on_event raised: stop the agent now
+        self.broken = asyncio.Event()  # a callback failed or memory ran out: stop the agent now
         self.error: Exception | None = None
+        self.out_of_memory = False
+        self.oversized_lines = 0
         self._parser = parser
         self._on_event = on_event
-        self._stdout = LineSplitter(self._on_line)
+        self._on_output = on_output
+        self._stdout = LineSplitter(
+            self._on_line, max_line_bytes=MAX_PARSED_LINE_BYTES, on_oversized=self._on_oversized
+        )
         self._stderr = bytearray()
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
-            self._guarded(lambda: self._stdout.feed(data))
+            self._guarded(lambda: self._stdout_received(data))
         elif fd == 2:
             self._stderr += data
             del self._stderr[:-STDERR_TAIL_BYTES]
@@ -154,17 +208,29 @@ class _AgentProtocol(asyncio.SubprocessProtocol):
     def stderr_tail(self) -> str:
         return self._stderr.decode("utf-8", errors="replace")
 
+    def _stdout_received(self, data: bytes) -> None:
+        if self._on_output is not None:
+            self._on_output(data)
+        self._stdout.feed(data)
+
     def _on_line(self, line: bytes) -> None:
         for event in self._parser.feed(line):
             if self._on_event is not None:
                 self._on_event(event)
 
+    def _on_oversized(self, size: int) -> None:
+        self.oversized_lines += 1
+
     def _guarded(self, step: Callable[[], None]) -> None:
-        if self.error is not None:
+        if self.error is not None or self.out_of_memory:
             return
         try:
             step()
-        except Exception as exc:  # the caller's on_event failed: remember it, stop the agent
+        except MemoryError:  # an iteration error, not a crash: stop the agent, drop the rest
+            self.out_of_memory = True
+            self._stdout = LineSplitter(self._on_line)  # release what the line held
+            self.broken.set()
+        except Exception as exc:  # a caller's callback failed: remember it, stop the agent
             self.error = exc
             self.broken.set()
 
@@ -246,3 +312,14 @@ async def first_set(
 def signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def pid_exists(pid: int) -> bool:
+    """Whether a process with this id exists on this host (it may belong to another user)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

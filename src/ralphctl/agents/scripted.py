@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ralphctl.agents.base import AgentCommand, AgentRequest, AgentUnavailable, Capabilities
-from ralphctl.agents.claude import CLAUDE_CAPABILITIES, ClaudeStreamParser
+from ralphctl.agents.claude import ClaudeStreamParser
 
 PROGRAM = "ralphctl.agents.scripted_agent"
 
@@ -20,7 +20,9 @@ class ScriptedAdapter:
     """Plays a JSON script (docs/scripted-agent.md), one step per iteration."""
 
     name: str = "scripted"
-    capabilities: Capabilities = CLAUDE_CAPABILITIES
+    capabilities: Capabilities = Capabilities(
+        reports_cost=True, reports_tokens=True, structured_stream=True
+    )
 
     def __init__(self, script: Path | str) -> None:
         self.script = Path(script).absolute()

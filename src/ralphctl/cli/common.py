@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
+
+from ralphctl.domain.money import round_costs
 
 if TYPE_CHECKING:
     from ralphctl.store.repository import Store
@@ -32,6 +35,11 @@ class UsageError(ValueError):
 def fail(message: str, code: int) -> NoReturn:
     err_console.print(f"[bold red]error:[/] {escape(message)}")
     sys.exit(code)
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as every ``--json`` does: costs rounded to a millionth of a dollar."""
+    console.print_json(json.dumps(round_costs(data)))
 
 
 def open_store(db: str | None) -> Store:

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ralphctl.cli.common import console
+from ralphctl.cli.common import console, print_json
 from ralphctl.settings import PROJECT_FILE, resolve_loop_config, resolve_settings, user_config_path
 
 app = typer.Typer(help="The configuration ralphctl uses.", no_args_is_help=True)
@@ -24,7 +24,7 @@ def show_command(
     ),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Every loop setting ([loops.defaults]), [loops] and [server], and where each came from."""
+    """Each setting of \\[loops.defaults], \\[loops] and \\[server], and where it came from."""
     root = workdir.expanduser().resolve()
     resolved = resolve_loop_config(root)
     settings = resolve_settings(root)
@@ -41,7 +41,7 @@ def show_command(
         }
     files = {"user": str(user_config_path()), "project": str(root / PROJECT_FILE)}
     if json_out:
-        console.print_json(json.dumps({"files": files, **sections}))
+        print_json({"files": files, **sections})
         return
     for role, path in files.items():
         state = "" if Path(path).is_file() else " (none)"

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from ralphctl.cli.common import console, open_store
-from ralphctl.cli.run import DB, QUIET, execute_loop
-from ralphctl.engine.loops import new_loop
-from ralphctl.settings import resolve_loop_config
+from ralphctl.cli.common import console
+from ralphctl.cli.foreground import plan_or_exit, run_here
+from ralphctl.cli.loop_flags import QUIET
+from ralphctl.cli.run import DB
+from ralphctl.engine.starting import LoopRequest
 
 TASK = """Build a tiny word-count library in this repository.
 
@@ -111,16 +111,13 @@ def demo_command(
         "cooldown": cooldown,
         "checkpoint_interval": 2,
     }
-    resolved = resolve_loop_config(root, overrides)
-    from ralphctl.agents.registry import adapter_for
-
-    adapter = adapter_for("scripted", options={"script": str(script)})
-    loop = new_loop(TASK, root, resolved.config, name="demo: word-count library")
-    code = execute_loop(partial(open_store, db), loop, resolved.config, adapter, quiet, False)
+    request = LoopRequest(TASK, root, overrides, name="demo: word-count library")
+    plan = plan_or_exit(request)
+    code = run_here(plan, db, quiet=quiet, json_out=False)
     log = _git(root, "log", "--oneline", "--decorate=no")
     console.print("[bold]git log of the demo repository:[/]")
     console.out(log.rstrip(), highlight=False)
-    console.print(f"Explore: [bold]ralphctl history {loop.id}[/] · [bold]ralphctl status[/]")
+    console.print(f"Explore: [bold]ralphctl history {plan.loop.id}[/] · [bold]ralphctl status[/]")
     raise typer.Exit(code)
 
 

@@ -9,29 +9,41 @@ file, or change a loop that no runner runs directly.
 from __future__ import annotations
 
 import asyncio
-import json
-import uuid
-from dataclasses import asdict, replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
-from ralphctl.cli import run
-from ralphctl.cli.common import UsageError, console, err_console, fail, open_store
-from ralphctl.cli.ui import STATUS_STYLE, format_duration, format_tokens
+from ralphctl.cli import loop_flags as flag
+from ralphctl.cli.common import UsageError, console, err_console, fail, open_store, print_json
+from ralphctl.cli.foreground import (
+    check_agent,
+    execute_loop,
+    plan_or_exit,
+    print_plan,
+    resume_here,
+)
+from ralphctl.cli.loop_views import (
+    control_outcome,
+    loop_json,
+    loop_table,
+    loops_table,
+    stats_table,
+)
 from ralphctl.domain.conditions import ExternalSignal
 from ralphctl.domain.states import EXIT_FAILED, EXIT_USAGE, IllegalTransition, LoopStatus
-from ralphctl.engine.loops import default_name, new_loop
-from ralphctl.settings import resolve_loop_config
+from ralphctl.engine.starting import (
+    InvalidSpec,
+    LoopAlreadyExists,
+    LoopRequest,
+    check_free,
+    in_worktree,
+    store_loop,
+)
 
 if TYPE_CHECKING:
     from ralphctl.server.client import Client
-    from ralphctl.store.records import LoopRecord
 
 app = typer.Typer(
     help="Start, list and control loops (through `ralphctl serve` when it runs).",
@@ -47,66 +59,64 @@ LOOP_ID = typer.Argument(..., help="The loop's id (or a unique prefix).")
 
 @app.command("start")
 def start_command(
-    task: str | None = typer.Option(None, "--task", "-t", help="The task, as text."),
-    task_file: Path | None = typer.Option(None, "--task-file", "-f", help="Read the task here."),
-    workdir: Path = typer.Option(Path("."), "--workdir", "-C", help="Where the agent works."),
-    agent: str | None = run.AGENT,
-    agent_args: str | None = run.AGENT_ARGS,
-    max_iterations: int | None = run.MAX_ITERATIONS,
-    max_runtime: str | None = run.MAX_RUNTIME,
-    max_cost: float | None = run.MAX_COST,
-    max_tokens: int | None = run.MAX_TOKENS,
-    completion_promise: str | None = run.PROMISE,
-    completion_signal: str | None = run.SIGNAL,
-    cooldown: str | None = run.COOLDOWN,
-    checkpoint_interval: int | None = run.CHECKPOINT,
-    iteration_timeout: str | None = run.ITERATION_TIMEOUT,
-    permission_mode: str | None = run.PERMISSION,
-    script: Path | None = run.SCRIPT,
-    gate: list[str] | None = typer.Option(
-        None, "--gate", help="A command that must pass before completion counts (repeatable)."
-    ),
-    name: str | None = typer.Option(None, "--name", help="A name for the loop."),
-    mode: str = run.MODE,
-    workflow: str | None = typer.Option(
-        None, "--workflow", "-w", help="Run an installed workflow; the task is its input."
-    ),
+    task_arg: str | None = flag.TASK_ARG,
+    task: str | None = flag.TASK,
+    task_file: Path | None = flag.TASK_FILE,
+    workdir: Path = flag.WORKDIR,
+    agent: str | None = flag.AGENT,
+    agent_args: str | None = flag.AGENT_ARGS,
+    max_iterations: int | None = flag.MAX_ITERATIONS,
+    max_runtime: str | None = flag.MAX_RUNTIME,
+    max_cost: float | None = flag.MAX_COST,
+    max_tokens: int | None = flag.MAX_TOKENS,
+    completion_promise: str | None = flag.PROMISE,
+    completion_signal: str | None = flag.SIGNAL,
+    cooldown: str | None = flag.COOLDOWN,
+    checkpoint_interval: int | None = flag.CHECKPOINT,
+    iteration_timeout: str | None = flag.ITERATION_TIMEOUT,
+    permission_mode: str | None = flag.PERMISSION,
+    script: Path | None = flag.SCRIPT,
+    gate: list[str] | None = flag.GATE,
+    max_calls_per_hour: int | None = flag.MAX_CALLS_PER_HOUR,
+    checkpoint_branch: str | None = flag.CHECKPOINT_BRANCH,
+    name: str | None = flag.NAME,
+    mode: str = flag.MODE,
+    workflow: str | None = flag.WORKFLOW,
     worktree: bool = typer.Option(
         False, "--worktree", help="Run in a new git worktree beside the work dir (own branch)."
     ),
     no_queue: bool = typer.Option(
         False, "--no-queue", help="Fail instead of waiting when max_concurrent loops run."
     ),
+    dry_run: bool = flag.DRY_RUN,
     db: str | None = DB,
     json_out: bool = JSON,
 ) -> None:
     """Start a loop: on the server (queued as pending when it is full), else in the foreground.
 
-    --mode hook runs one Claude Code session kept going by its Stop hook: it can be stopped,
-    not paused, and not resumed once it has run (docs/manager.md).
+    Takes the flags of `ralphctl run`. --mode hook runs one Claude Code session kept going by
+    its Stop hook (docs/manager.md).
     """
-    text = run._task_text(None, task, task_file)
-    root = run._workdir(workdir)
-    run.check_mode(mode)
-    overrides = {k: v for k, v in run._overrides(locals()).items() if v is not None}
+    request = flag.loop_request(locals())
+    if dry_run:
+        print_plan(plan_or_exit(request))
+        return
     client = _client(db)
     if client is None:
-        start = _start_hook_here if mode == "hook" else _start_here
-        start(text, root, overrides, name, workflow, worktree, db, json_out)
-        return
+        raise typer.Exit(_start_here(request, db, json_out))
     body = {
-        "task": text,
-        "workdir": str(root),
-        "name": name,
-        "mode": mode,
-        "workflow": workflow,
+        "task": request.task,
+        "workdir": str(request.workdir),
+        "name": request.name,
+        "mode": request.mode,
+        "workflow": request.workflow,
         "queue": not no_queue,
-        "worktree": worktree,
-        "config": overrides,
+        "worktree": request.worktree,
+        "config": dict(request.settings),
     }
     loop = _call(client.post, "/api/loops", body)
     if json_out:
-        _print_json(loop)
+        print_json(loop)
     else:
         state = "queued (pending)" if loop["status"] == "pending" else loop["status"]
         console.print(f"loop [bold]{loop['id']}[/] {state} in {escape(loop['workdir'])}")
@@ -123,15 +133,15 @@ def list_command(
     """Loops, newest first."""
     client = _client(db)
     if client is None:
-        loops = [_loop_json(loop) for loop in open_store(db).list_loops(status)]
+        loops = [loop_json(loop) for loop in open_store(db).list_loops(status)]
     else:
         loops = _call(client.get, "/api/loops", status=[str(s) for s in status or []] or None)
     if json_out:
-        _print_json(loops)
+        print_json(loops)
     elif not loops:
         console.print("No loops. Start one with `ralphctl loops start`.")
     else:
-        console.print(_loops_table(loops))
+        console.print(loops_table(loops))
 
 
 @app.command("show")
@@ -139,13 +149,13 @@ def show_command(loop_id: str = LOOP_ID, db: str | None = DB, json_out: bool = J
     """One loop: its state, totals and budgets."""
     client = _client(db)
     if client is None:
-        loop = _loop_json(open_store(db).get_loop(loop_id))
+        loop = loop_json(open_store(db).get_loop(loop_id))
     else:
         loop = _call(client.get, f"/api/loops/{loop_id}")
     if json_out:
-        _print_json(loop)
+        print_json(loop)
     else:
-        console.print(_loop_table(loop))
+        console.print(loop_table(loop))
 
 
 @app.command("pause")
@@ -157,7 +167,10 @@ def pause_command(
     db: str | None = DB,
     json_out: bool = JSON,
 ) -> None:
-    """Pause after the running iteration, or at once with --now."""
+    """Pause after the running iteration, or at once with --now.
+
+    A hook-mode loop pauses at its session's next Stop; `resume` continues the same session.
+    """
     client = _client(db)
     if client is None:
         if now:
@@ -167,7 +180,9 @@ def pause_command(
             )
         _control_here(loop_id, ExternalSignal.PAUSE, db, json_out)
         return
-    _report(_call(client.post, f"/api/loops/{loop_id}/pause", now=now), json_out)
+    _report(
+        _call(client.post, f"/api/loops/{loop_id}/pause", now=now), json_out, ExternalSignal.PAUSE
+    )
 
 
 @app.command("resume")
@@ -176,19 +191,7 @@ def resume_command(loop_id: str = LOOP_ID, db: str | None = DB, json_out: bool =
     client = _client(db)
     if client is None:
         err_console.print("no server is running: the loop resumes in the foreground")
-        run.resume_command(
-            loop_id=loop_id,
-            max_iterations=None,
-            max_runtime=None,
-            max_cost=None,
-            max_tokens=None,
-            cooldown=None,
-            iteration_timeout=None,
-            db=db,
-            quiet=False,
-            json_out=json_out,
-        )
-        return
+        raise typer.Exit(resume_here(loop_id, {}, db, quiet=False, json_out=json_out))
     _report(_call(client.post, f"/api/loops/{loop_id}/resume"), json_out)
 
 
@@ -199,127 +202,51 @@ def stop_command(loop_id: str = LOOP_ID, db: str | None = DB, json_out: bool = J
     if client is None:
         _control_here(loop_id, ExternalSignal.STOP, db, json_out)
         return
-    _report(_call(client.post, f"/api/loops/{loop_id}/stop"), json_out)
+    _report(_call(client.post, f"/api/loops/{loop_id}/stop"), json_out, ExternalSignal.STOP)
 
 
 @app.command("stats")
 def stats_command(db: str | None = DB, json_out: bool = JSON) -> None:
-    """Active, running and paused loops; cost, iterations and tokens of every loop."""
+    """The loops active now and what they spent so far; every loop, all told (`/api/stats`)."""
     client = _client(db)
     if client is None:
-        from ralphctl.engine.manager import loop_stats
+        from ralphctl.server.schemas import StatsOut
+        from ralphctl.store.metrics import stats
 
-        stats = asdict(loop_stats(open_store(db)))
+        figures = StatsOut.of(stats(open_store(db))).model_dump(mode="json")
     else:
-        stats = _call(client.get, "/api/stats")
+        figures = _call(client.get, "/api/stats")
     if json_out:
-        _print_json(stats)
-        return
-    table = Table(show_header=False, box=None)
-    for key, value in stats.items():
-        table.add_row(key.replace("_", " "), _stat(key, value))
-    console.print(table)
+        print_json(figures)
+    else:
+        console.print(stats_table(figures))
 
 
 # -- without a server -----------------------------------------------------------------------
 
 
-def _start_here(
-    text: str,
-    root: Path,
-    overrides: dict[str, Any],
-    name: str | None,
-    workflow: str | None,
-    worktree: bool,
-    db: str | None,
-    json_out: bool,
-) -> None:
-    from ralphctl.engine.manager import (
-        InvalidSpec,
-        active_loop_in,
-        render_workflow,
-        workflow_layer,
-    )
-
-    try:
-        layer = workflow_layer(workflow) if workflow else None
-    except InvalidSpec as exc:
-        raise UsageError(str(exc)) from None
-    config = resolve_loop_config(root, overrides, extra=layer).config
-    adapter = run._adapter(config, root)
-    run._check_agent(adapter)
+def _start_here(request: LoopRequest, db: str | None, json_out: bool) -> int:
+    """Without a server: the loop runs in the foreground, as `ralphctl run` runs it, unless
+    another active loop works in its directory (then: --worktree)."""
+    plan = plan_or_exit(request)
+    check_agent(plan)
     store = open_store(db)
-    if not worktree:
-        _refuse_busy(active_loop_in(store, root), root)
-    loop = new_loop(text, root, config, name=name)
-    if workflow:
-        loop = replace(loop, task=render_workflow(workflow, text), workflow=workflow)
-    if worktree:
-        loop = replace(loop, workdir=str(_add_worktree(root, loop.id)))
+    try:
+        if request.worktree:
+            plan = asyncio.run(in_worktree(plan))
+        else:
+            check_free(store, Path(plan.loop.workdir))
+        if plan.loop.mode == "hook":
+            plan = store_loop(store, plan)
+    except (InvalidSpec, LoopAlreadyExists) as exc:
+        raise UsageError(str(exc)) from None
     err_console.print(
         "no server is running: the loop runs in the foreground (Ctrl-C stops it;"
         " `ralphctl serve` runs loops in the background)"
     )
-    # Given as a function, the store is where the runner creates the loop with its first iteration
-    code = run.execute_loop(lambda: store, loop, config, adapter, False, json_out)
-    raise typer.Exit(code)
-
-
-def _start_hook_here(
-    text: str,
-    root: Path,
-    overrides: dict[str, Any],
-    name: str | None,
-    workflow: str | None,
-    worktree: bool,
-    db: str | None,
-    json_out: bool,
-) -> None:
-    """A hook-mode loop in the foreground, as `ralphctl run --mode hook` runs it."""
-    from ralphctl.engine.manager import active_loop_in
-
-    layer = None
-    if workflow is not None:
-        text, layer = run._workflow_layer(workflow, text)
-    config = resolve_loop_config(root, overrides, extra=layer).config
-    loop_id = uuid.uuid4().hex[:12]
-    if worktree:
-        root = _add_worktree(root, loop_id)
-    else:
-        _refuse_busy(active_loop_in(open_store(db), root), root)
-    err_console.print("no server is running: the loop runs in the foreground (Ctrl-C stops it)")
-    code = run.run_hook_mode(
-        text,
-        root,
-        config,
-        overrides,
-        workflow=workflow,
-        name=name or default_name(text),
-        db=db,
-        dry_run=False,
-        quiet=False,
-        json_out=json_out,
-        loop_id=loop_id,
-    )
-    raise typer.Exit(code)
-
-
-def _refuse_busy(other: LoopRecord | None, root: Path) -> None:
-    if other is not None:
-        raise UsageError(
-            f"loop {other.id} ({other.status}) already works in {root}: stop it, or start "
-            "this one with --worktree"
-        )
-
-
-def _add_worktree(root: Path, loop_id: str) -> Path:
-    from ralphctl.engine.checkpoint import GitError
-    from ralphctl.engine.worktree import add_worktree
-
-    try:
-        return asyncio.run(add_worktree(root, loop_id))
-    except GitError as exc:
-        raise UsageError(str(exc)) from None
+    # A fresh loop is created by its runner with its first iteration
+    opener = store if plan.loop.mode == "hook" else (lambda: store)
+    return execute_loop(opener, plan, quiet=False, json_out=json_out)
 
 
 def _control_here(loop_id: str, signal: ExternalSignal, db: str | None, json_out: bool) -> None:
@@ -330,9 +257,10 @@ def _control_here(loop_id: str, signal: ExternalSignal, db: str | None, json_out
     except (IllegalTransition, UnsupportedControl) as exc:
         raise UsageError(str(exc)) from None
     if json_out:
-        _print_json(_loop_json(loop))
+        print_json(loop_json(loop))
     else:
-        console.print(f"loop [bold]{loop.id}[/]: {escape(asked or str(loop.status))}")
+        outcome = control_outcome(loop.status, signal, asked)
+        console.print(f"loop [bold]{loop.id}[/]: {escape(outcome)}")
 
 
 # -- through the server ---------------------------------------------------------------------
@@ -358,81 +286,13 @@ def _call(method: Any, path: str, *args: Any, **query: Any) -> Any:
         fail(f"{exc}; is `ralphctl serve` still running?", EXIT_FAILED)
 
 
-def _report(loop: dict[str, Any], json_out: bool) -> None:
+def _report(loop: dict[str, Any], json_out: bool, asked: ExternalSignal | None = None) -> None:
+    """The loop as the server answered; a pause or stop it honours later says so."""
     if json_out:
-        _print_json(loop)
-    else:
-        console.print(f"loop [bold]{loop['id']}[/]: {loop['status']}")
+        print_json(loop)
+        return
+    outcome = loop["status"] if asked is None else control_outcome(loop["status"], asked)
+    console.print(f"loop [bold]{loop['id']}[/]: {outcome}")
 
 
 # -- output ---------------------------------------------------------------------------------
-
-
-def _loop_json(loop: LoopRecord) -> dict[str, Any]:
-    """A loop as the API shows it (``max_iterations`` and ``max_cost_usd`` are its budgets)."""
-    data = {
-        key: value.isoformat() if isinstance(value, datetime) else value
-        for key, value in asdict(loop).items()
-    }
-    data["max_iterations"] = loop.config.get("max_iterations")
-    data["max_cost_usd"] = loop.config.get("max_cost_usd")
-    return data
-
-
-def _print_json(data: Any) -> None:
-    console.print_json(json.dumps(data))
-
-
-def _loops_table(loops: list[dict[str, Any]]) -> Table:
-    table = Table(title="loops", title_justify="left")
-    for column in ("id", "status", "iter", "cost", "tokens", "runtime", "agent"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("name · workdir", overflow="fold", min_width=20)
-    for loop in loops:
-        table.add_row(
-            loop["id"],
-            _status(loop),
-            f"{loop['iteration']}/{loop.get('max_iterations') or '?'}",
-            f"${loop['cost_usd']:.2f}/{loop.get('max_cost_usd') or '?'}",
-            format_tokens(loop["tokens_input"] + loop["tokens_output"]),
-            format_duration(loop["runtime_s"]),
-            loop["agent"],
-            escape(f"{loop['name']} · {loop['workdir']}"),
-        )
-    return table
-
-
-def _loop_table(loop: dict[str, Any]) -> Table:
-    table = Table(title=f"loop {loop['id']}", title_justify="left", show_header=False)
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
-    rows = {
-        "name": loop["name"],
-        "status": _status(loop),
-        "detail": loop.get("stop_detail") or "",
-        "workdir": loop["workdir"],
-        "agent": loop["agent"],
-        "workflow": loop.get("workflow") or "",
-        "iteration": f"{loop['iteration']} of {loop.get('max_iterations') or '?'}",
-        "cost": f"${loop['cost_usd']:.4f} of ${loop.get('max_cost_usd') or '?'}",
-        "tokens": f"{loop['tokens_input']} in, {loop['tokens_output']} out",
-        "runtime": format_duration(loop["runtime_s"]),
-        "created": loop["created_at"],
-        "task": loop["task"],
-    }
-    for field, value in rows.items():
-        table.add_row(field, value if isinstance(value, Text) else escape(str(value)))
-    return table
-
-
-def _stat(key: str, value: float) -> str:
-    if key == "total_cost":
-        return f"${value:.4f}"
-    return format_tokens(int(value)) if key == "total_tokens" else str(value)
-
-
-def _status(loop: dict[str, Any]) -> Text:
-    status = LoopStatus(loop["status"])
-    reason = loop.get("stop_reason")
-    label = f"{status} ({reason})" if reason and reason != "completion" else str(status)
-    return Text(label, STATUS_STYLE.get(status, ""))

@@ -123,8 +123,7 @@ def _print_status(entry: Status) -> None:
     console.print(f"[bold]{entry.scope}[/]: installed, ralphctl {entry.version} ({where})")
     console.print(f"  interpreter: {escape(str(entry.interpreter))}")
     console.print(f"  commands: {', '.join(entry.commands)}")
-    if entry.loaded_by_claude is not None:
-        seen = "yes" if entry.loaded_by_claude else "not yet (start a new session)"
-        console.print(f"  loaded by Claude Code: {seen}")
+    if entry.registered is not None:
+        console.print(f"  registered with Claude Code: {'yes' if entry.registered else 'no'}")
     for problem in entry.problems:
         console.print(f"  [red]problem:[/] {escape(problem)}")

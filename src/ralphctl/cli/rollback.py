@@ -1,9 +1,8 @@
-"""`ralphctl rollback`: go back to a loop's checkpoint, by default without losing anything."""
+"""`ralphctl rollback`: go back to a loop's checkpoint (the rules: ``engine/rollback``)."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import typer
 from rich.markup import escape
@@ -11,16 +10,17 @@ from rich.markup import escape
 from ralphctl.cli.common import console, err_console, fail, open_store
 from ralphctl.cli.run import DB
 from ralphctl.domain.states import EXIT_FAILED, EXIT_USAGE
-from ralphctl.engine.checkpoint import (
-    GitError,
-    branch_at,
-    commit_exists,
-    is_git_work_tree,
-    restore,
-    uncommitted_changes,
+from ralphctl.engine.rollback import (
+    RollbackFailed,
+    RollbackRefused,
+    Target,
+    UncommittedChanges,
+    branch_to,
+    find_target,
+    restore_to,
+    uncommitted,
 )
 from ralphctl.store.errors import LoopNotFound
-from ralphctl.store.records import CheckpointRecord
 
 
 def rollback_command(
@@ -52,71 +52,41 @@ def rollback_command(
     restoring = restore_files or force
     if restoring and branch is not None:
         fail("--branch names a new branch; it does not go with --restore or --force", EXIT_USAGE)
-    store = open_store(db)
     try:
-        loop = store.get_loop(loop_id)
-    except LoopNotFound as exc:
+        target = asyncio.run(find_target(open_store(db), loop_id, to))
+        if restoring:
+            asyncio.run(_restore(target, force))
+        else:
+            asyncio.run(_branch(target, branch))
+    except UncommittedChanges as exc:
+        err_console.print(f"Uncommitted changes in {escape(str(exc.workdir))}:")
+        err_console.print(f"{escape(exc.changes)}\n")
         fail(str(exc), EXIT_USAGE)
-    checkpoint = _checkpoint(store.checkpoints(loop.id), loop.id, to)
-    workdir = Path(loop.workdir)
-    if not workdir.is_dir() or not asyncio.run(is_git_work_tree(workdir)):
-        fail(f"the loop's work dir {workdir} is not a git work tree (any more)", EXIT_USAGE)
-    if not asyncio.run(commit_exists(workdir, checkpoint.commit_sha)):
-        fail(
-            f"the commit of checkpoint {to}, {checkpoint.commit_sha}, is no longer in the "
-            f"repository of {workdir}",
-            EXIT_USAGE,
-        )
-    if restoring:
-        asyncio.run(_restore(workdir, checkpoint, force))
-    else:
-        name = branch or f"ralph/{loop.id}/iteration-{to}"
-        asyncio.run(_branch(workdir, checkpoint, name))
-
-
-def _checkpoint(checkpoints: list[CheckpointRecord], loop_id: str, n: int) -> CheckpointRecord:
-    """The (latest) checkpoint of iteration ``n``, or exit 2 naming the ones there are."""
-    matching = [c for c in checkpoints if c.iteration == n]
-    if not matching:
-        available = ", ".join(str(i) for i in sorted({c.iteration for c in checkpoints}))
-        fail(
-            f"loop {loop_id} has no checkpoint at iteration {n}; it has: {available or 'none'}",
-            EXIT_USAGE,
-        )
-    return matching[-1]
-
-
-async def _branch(workdir: Path, checkpoint: CheckpointRecord, name: str) -> None:
-    try:
-        await branch_at(workdir, name, checkpoint.commit_sha)
-    except GitError as exc:
+    except (LoopNotFound, RollbackRefused) as exc:
         fail(str(exc), EXIT_USAGE)
+    except RollbackFailed as exc:
+        fail(str(exc), EXIT_FAILED)
+
+
+async def _branch(target: Target, name: str | None) -> None:
+    made = await branch_to(target, name)
+    sha = target.checkpoint.commit_sha
     console.print(
-        f"Created branch [bold]{escape(name)}[/] at {checkpoint.commit_sha[:12]} "
-        f"(checkpoint of iteration {checkpoint.iteration}). Nothing else changed.\n"
-        f"Switch to it with: git switch {escape(name)}"
+        f"Created branch [bold]{escape(made.name)}[/] at {sha[:12]} "
+        f"(checkpoint of iteration {target.checkpoint.iteration}). Nothing else changed.\n"
+        f"Switch to it with: git switch {escape(made.name)}"
     )
-    if await uncommitted_changes(workdir):
+    if made.uncommitted:
         console.print("(commit or stash your uncommitted changes first)")
 
 
-async def _restore(workdir: Path, checkpoint: CheckpointRecord, force: bool) -> None:
-    lost = await uncommitted_changes(workdir)
-    if lost and not force:
-        err_console.print(f"Uncommitted changes in {escape(str(workdir))}:\n{escape(lost)}\n")
-        fail(
-            "nothing was changed: a restore would discard these changes. Commit or stash them, "
-            "or add --force to discard them",
-            EXIT_USAGE,
-        )
+async def _restore(target: Target, force: bool) -> None:
+    lost = await uncommitted(target) if force else ""
     if lost:
         err_console.print(f"Discarding uncommitted changes:\n{escape(lost)}\n")
-    try:
-        await restore(workdir, checkpoint.commit_sha)
-    except GitError as exc:
-        fail(f"{exc}; the work dir may be partly restored", EXIT_FAILED)
+    await restore_to(target, force=force)
     console.print(
-        f"Restored {escape(str(workdir))} to the checkpoint of iteration {checkpoint.iteration} "
-        f"({checkpoint.commit_sha[:12]}). HEAD did not move: `git status` shows the difference "
-        "as staged changes."
+        f"Restored {escape(str(target.workdir))} to the checkpoint of iteration "
+        f"{target.checkpoint.iteration} ({target.checkpoint.commit_sha[:12]}). HEAD did not "
+        "move: `git status` shows the difference as staged changes."
     )

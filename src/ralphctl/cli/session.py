@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ralphctl.cli.common import console
+from ralphctl.cli.common import console, print_json
 from ralphctl.hook import control
 from ralphctl.hook.record import MODE_ENV, dispatch
 
@@ -43,7 +42,7 @@ def sessions_command(
     root = project.resolve()
     loops = control.list_loops(str(root))
     if json_out:
-        console.print_json(json.dumps([info.to_json() for info in loops]))
+        print_json([info.to_json() for info in loops])
         return
     if not loops:
         console.print(f"No Ralph loop trackers in {escape(str(root))}.")
@@ -57,10 +56,10 @@ def sessions_command(
             info.session_id or info.kind,
             _state(info),
             f"{info.iteration if info.iteration is not None else '?'}/{info.max_iterations or '∞'}",
-            info.completion_marker or "",
+            Text(info.completion_marker or ""),  # the tracker's text is never markup
             f"{info.last_decision or ''} {info.last_decision_at or ''}".strip(),
             str(info.cap_overrides or ""),
-            f"{(info.task or '').partition(chr(10))[0][:80]} · {info.path}",
+            Text(f"{(info.task or '').partition(chr(10))[0][:80]} · {info.path}"),
         )
     console.print(table)
 

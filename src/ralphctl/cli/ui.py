@@ -16,13 +16,16 @@ from ralphctl.agents.events import (
     ApiRetry,
     PermissionDenied,
     RateLimitSignal,
+    RawLine,
     SessionStarted,
     TextChunk,
     ToolCall,
+    printable,
 )
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.events import EventType
-from ralphctl.domain.states import LoopStatus
+from ralphctl.domain.money import format_usd
+from ralphctl.domain.states import LoopStatus, Runner, why_not_resumable
 from ralphctl.store.records import EventRecord, LoopRecord
 
 STATUS_STYLE = {
@@ -48,6 +51,25 @@ def format_tokens(tokens: int) -> str:
     if tokens >= 1_000_000:
         return f"{tokens / 1_000_000:.1f}M"
     return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+
+
+def format_usage(used: str, limit: str | None) -> str:
+    """``3/100``, ``$0.45/$300.00``: what was used of a budget; just ``used`` when unset."""
+    return used if limit is None else f"{used}/{limit}"
+
+
+def usd_budget(value: object) -> str | None:
+    """A stored cost budget as money; None when it is unset (or not a number)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return format_usd(value)
+
+
+def count_budget(value: object) -> str | None:
+    """A stored count budget (iterations, tokens) as text; None when it is unset."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return str(value) if isinstance(value, int) else f"{value:g}"
 
 
 class TerminalObserver:
@@ -89,7 +111,9 @@ class TerminalObserver:
         line = Text()
         line.append(f"⟳ iteration {self.iteration}/{self.config.max_iterations}", "bold cyan")
         line.append(f" · {format_duration(elapsed)}/{format_duration(self.config.max_runtime)}")
-        line.append(f" · ${self.cost:.2f}/${self.config.max_cost_usd:.2f}")
+        line.append(
+            f" · {format_usage(format_usd(self.cost), usd_budget(self.config.max_cost_usd))}"
+        )
         budget = f"/{format_tokens(self.config.max_tokens)}" if self.config.max_tokens else ""
         line.append(f" · {format_tokens(self.tokens)}{budget} tokens")
         line.append(f" · {self.last}", "dim")
@@ -118,18 +142,15 @@ class TerminalObserver:
         elif kind in (EventType.ERROR, EventType.WARNING):  # shown even when quiet
             style = "red" if kind == EventType.ERROR else "yellow"
             self._line(f"{kind}: {data.get('message', '')}", style, always=True)
-        elif kind == EventType.RESUMED and data.get("interrupted_iterations"):
-            self._line(
-                f"resuming: iteration(s) {data['interrupted_iterations']} were interrupted",
-                "yellow",
-            )
 
     def on_agent_event(self, iteration: int, event: AgentEvent) -> None:
         self._header(iteration)  # a new loop's first agent may speak before it is recorded
         if isinstance(event, TextChunk):
             self.last = "agent writing"
             if not self.quiet:
-                *lines, self._partial = (self._partial + event.text).split("\n")
+                text = printable(event.text)  # a model can write escape sequences too
+                ending = "" if event.delta or text.endswith("\n") else "\n"  # a whole block
+                *lines, self._partial = (self._partial + text + ending).split("\n")
                 for line in lines:
                     self.console.out(line, highlight=False)
         elif isinstance(event, ToolCall):
@@ -145,6 +166,8 @@ class TerminalObserver:
             self._line(f"  usage limit: {event.status}", "yellow")
         elif isinstance(event, PermissionDenied):
             self._line(f"  permission denied: {event.tool_name}", "yellow")
+        elif isinstance(event, RawLine):  # printed outside the agent's stream: shown as is
+            self._line(f"  {event.text}", "dim")
 
     def _header(self, iteration: int) -> None:
         if iteration != self.iteration:
@@ -165,17 +188,22 @@ class TerminalObserver:
             self._partial = ""
 
 
+#: Iterations that end so are followed by an ``error`` event with their error, printed as its
+#: own line (even when quiet): the iteration's line does not repeat it.
+_ERROR_EVENT_STATUSES = ("error", "timeout")
+
+
 def _iteration_line(data: dict[str, object]) -> str:
     seconds = float(data.get("duration_ms") or 0) / 1000  # type: ignore[arg-type]
     cost = data.get("cost_usd")
     parts = [f"iteration {data['iteration']} {data['status']} in {seconds:.1f}s"]
-    if cost is not None:
-        parts.append(f"${float(cost):.4f}")  # type: ignore[arg-type]
+    if isinstance(cost, int | float):
+        parts.append(format_usd(cost))
     if data.get("tokens"):
         parts.append(f"{format_tokens(int(data['tokens']))} tokens")  # type: ignore[call-overload]
     if data.get("completion_signal_found"):
         parts.append("completion signal found")
-    if data.get("error"):
+    if data.get("error") and data["status"] not in _ERROR_EVENT_STATUSES:
         parts.append(f"error: {data['error']}")
     return " · ".join(parts)
 
@@ -191,16 +219,21 @@ def summary_table(loop: LoopRecord) -> Table:
     table.add_row("status", Text(f"{loop.status}{reason}", style))
     if loop.stop_detail:
         table.add_row("detail", escape(loop.stop_detail))
-    max_iterations = loop.config.get("max_iterations")
-    table.add_row("iterations", f"{loop.iteration}/{max_iterations}")
-    table.add_row("cost", f"${loop.cost_usd:.4f} of ${float(loop.config['max_cost_usd']):.2f}")
+    max_iterations = count_budget(loop.config.get("max_iterations"))
+    table.add_row("iterations", format_usage(str(loop.iteration), max_iterations))
+    cost_budget = usd_budget(loop.config.get("max_cost_usd"))
+    table.add_row("cost", format_usage(format_usd(loop.cost_usd), cost_budget))
     tokens = loop.tokens_input + loop.tokens_output
     table.add_row("tokens", f"{tokens} (in {loop.tokens_input}, out {loop.tokens_output})")
     table.add_row("runtime", format_duration(loop.runtime_s))
-    table.add_row("workdir", loop.workdir)
+    table.add_row("workdir", Text(loop.workdir))  # a path is never markup
     if loop.status is not LoopStatus.COMPLETED:
-        again = (
-            "ralphctl run --mode hook …" if loop.mode == "hook" else f"ralphctl resume {loop.id}"
-        )
-        table.add_row("next", f"ralphctl history {loop.id} · {again}")
+        table.add_row("next", f"ralphctl history {loop.id} · {_again(loop)}")
     return table
+
+
+def _again(loop: LoopRecord) -> str:
+    """How to go on once this process's run of the loop ended: resume it, or start anew."""
+    if why_not_resumable(loop.status, loop.mode, Runner.GONE) is None:
+        return f"ralphctl resume {loop.id}"
+    return "ralphctl run --mode hook …" if loop.mode == "hook" else "ralphctl run …"

@@ -130,6 +130,13 @@ def prompt_notes(signals: Signals) -> list[str]:
     return notes
 
 
+def edited_files(result: IterationResult) -> bool:
+    """The run called a tool its adapter marks as editing files, and was not refused it: what
+    tells progress where git cannot (outside a git work tree)."""
+    denied = {denial.tool_use_id for denial in result.permission_denials if denial.tool_use_id}
+    return any(tool.edits_files and tool.tool_use_id not in denied for tool in result.tool_uses)
+
+
 def breaker_outcome(
     iteration: int,
     result: IterationResult,
@@ -202,9 +209,6 @@ def _status_in_text(text: str) -> int | None:
 
 # --- test-only iterations --------------------------------------------------------------------
 
-_EDIT_TOOLS = frozenset(
-    {"edit", "write", "multiedit", "notebookedit", "apply_patch", "write_file", "edit_file"}
-)
 _SHELL_TOOLS = frozenset({"bash", "shell", "run_shell_command", "exec_command", "local_shell"})
 _COMMAND_SEPARATOR = re.compile(r"&&|\|\||[;|\n]")
 _WRAPPER = re.compile(
@@ -224,17 +228,16 @@ _READ_ONLY = re.compile(
 
 
 def _test_only(tools: Sequence[ToolUse], block: StatusBlock | None) -> bool:
-    """Ran tests and nothing that edits: no edit tool, every shell command a test run or a
-    read-only look. Without tool data, the status block's ``WORK_TYPE: TESTING`` with
-    ``FILES_MODIFIED: 0`` says so."""
+    """Ran tests and nothing that edits: no file-editing tool (its adapter marks those), every
+    shell command a test run or a read-only look. Without tool data, the status block's
+    ``WORK_TYPE: TESTING`` with ``FILES_MODIFIED: 0`` says so."""
     if not tools:
         return block is not None and block.work_type == "TESTING" and block.files_modified == 0
     ran_tests = False
     for tool in tools:
-        name = tool.name.lower()
-        if name in _EDIT_TOOLS:
+        if tool.edits_files:
             return False
-        if name in _SHELL_TOOLS:
+        if tool.name.lower() in _SHELL_TOOLS:
             kinds = {_command_kind(part) for part in _COMMAND_SEPARATOR.split(tool.summary)}
             if "other" in kinds:
                 return False

@@ -3,28 +3,27 @@
 Pure data: reading ``ralphctl.toml`` and flags happens in ``ralphctl.settings``. Validation is
 written out here rather than done by pydantic: importing and building a pydantic model costs
 about 140 ms on a slow machine, more than every other step before ``ralphctl run`` spawns its
-first agent (budget: 300 ms), and the Stop hook must validate without it too.
+first agent (budget: 300 ms), and the Stop hook must validate without it too. Numbers and
+durations are checked by ``ralphctl.domain.numbers``, as everywhere else.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from ralphctl.domain import defaults
-from ralphctl.domain.markers import Marker, parse_marker
+from ralphctl.domain import defaults, numbers
+from ralphctl.domain.markers import Marker, detect_in_tracker, parse_marker
 from ralphctl.domain.stoprules import Budgets
 
 if TYPE_CHECKING:  # imported when used: `ralphctl run` validates a config before its 1st spawn
     from ralphctl.domain.breaker import BreakerConfig
     from ralphctl.domain.costs import Price
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions")
+#: Documented other names of settings (the seed's configuration file uses them).
+ALIASES = {"max_runtime_seconds": "max_runtime", "cooldown_seconds": "cooldown"}
 
 
 class ConfigInvalid(ValueError):
@@ -35,21 +34,33 @@ class ConfigInvalid(ValueError):
         super().__init__("; ".join(f"{name}: {problem}" for name, problem in self.errors.items()))
 
 
-def parse_duration(value: object) -> float:
-    """Seconds from a number or text like ``90``, ``45s``, ``30m``, ``4h``, ``1h30m``."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"{value!r} is not a duration: use seconds or e.g. 90s, 30m, 4h, 1h30m")
-    if not isinstance(value, str):
-        return float(value)
-    text = value.strip().lower().replace(" ", "")
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"{value!r} is not a duration: use seconds or e.g. 90s, 30m, 4h, 1h30m")
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+def canonical(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with each alias (``ALIASES``) under its setting's own name; ConfigInvalid
+    when a setting is given under both names."""
+    renamed: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for key, value in values.items():
+        name = ALIASES.get(key, key)
+        if name != key and name in values:
+            errors[key] = f"an alias of {name}, which is given too: give one of them"
+        renamed[name] = value
+    if errors:
+        raise ConfigInvalid(errors)
+    return renamed
+
+
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The known name that ``name`` is most likely a typo of, if any."""
+    from difflib import get_close_matches  # only when there is a typo to explain
+
+    matches = get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def suggestion(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean X?"`` for a likely typo of a known name, else ``""``."""
+    guess = closest(name, known)
+    return f"; did you mean {guess}?" if guess else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +104,11 @@ class LoopConfig:
     # the model ([loops.llm]): None leaves the agent's own default
     model: str | None = None
     max_output_tokens: int | None = None
+    temperature: float | None = None  # for agents that take one; the others warn (README)
+    # a workflow's loop (docs/workflows.md): a tracker file, the continuation, plugins
+    tracker_template: str | None = None  # fresh mode keeps a tracker file made from it
+    continue_message: str | None = None  # opens the prompt from iteration 2 on
+    plugins: tuple[str, ...] = field(default=())  # enabled in the agent's runs
 
     def __post_init__(self) -> None:
         errors: dict[str, str] = {}
@@ -101,6 +117,13 @@ class LoopConfig:
                 object.__setattr__(self, name, check(getattr(self, name)))
             except ValueError as exc:
                 errors[name] = str(exc)
+        if "tracker_template" not in errors and "completion_signal" not in errors:
+            template = self.tracker_template
+            if template is not None and detect_in_tracker(template, self.marker).evidence:
+                errors["tracker_template"] = (
+                    "its last line already declares completion or BLOCKED, so the loop would "
+                    "end at once; end the template with something else"
+                )
         if errors:
             raise ConfigInvalid(errors)
 
@@ -110,14 +133,22 @@ class LoopConfig:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> LoopConfig:
-        """Build from settings files and flags: unknown keys are errors, not silently ignored."""
+        """Build from settings files and flags (aliases accepted). Unknown keys are errors, not
+        silently ignored, and reported together with every invalid value."""
+        named = canonical(values)
         known = cls.field_names()
-        unknown = {key: f"unknown setting; known: {', '.join(known)}" for key in values}
-        for key in known:
-            unknown.pop(key, None)
-        if unknown:
-            raise ConfigInvalid(unknown)
-        return cls(**values)
+        errors = {
+            key: f"unknown setting; known: {', '.join(known)}{suggestion(key, known)}"
+            for key in named
+            if key not in known
+        }
+        try:
+            config = cls(**{key: value for key, value in named.items() if key in known})
+        except ConfigInvalid as exc:
+            raise ConfigInvalid(errors | exc.errors) from None
+        if errors:
+            raise ConfigInvalid(errors)
+        return config
 
     @property
     def marker(self) -> Marker:
@@ -148,15 +179,18 @@ class LoopConfig:
 
     @property
     def prices(self) -> Mapping[str, Price]:
-        """The shipped price table with the user's ``[loops.costs]`` entries over it."""
-        from ralphctl.domain.costs import DEFAULT_PRICES, Price
+        """The shipped price table with the user's ``[loops.costs]`` entries over it; a flat
+        ``[loops.costs]`` price (``EVERY_MODEL``) replaces the shipped table."""
+        from ralphctl.domain.costs import DEFAULT_PRICES, EVERY_MODEL, Price
 
-        return {**DEFAULT_PRICES, **{model: Price(**p) for model, p in self.costs.items()}}
+        shipped = {} if EVERY_MODEL in self.costs else DEFAULT_PRICES
+        return {**shipped, **{model: Price(**p) for model, p in self.costs.items()}}
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["agent_args"] = list(self.agent_args)
         data["gates"] = list(self.gates)
+        data["plugins"] = list(self.plugins)
         return data
 
 
@@ -164,11 +198,7 @@ def _integer(minimum: int, *, optional: bool = False) -> Callable[[object], int 
     def check(value: object) -> int | None:
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"must be a whole number >= {minimum}, not {value!r}")
-        if value < minimum:
-            raise ValueError(f"must be >= {minimum}, not {value}")
-        return value
+        return numbers.whole(value, minimum=minimum)
 
     return check
 
@@ -177,26 +207,18 @@ def _threshold(value: object) -> int | None:
     """A breaker threshold: a whole number >= 1, or false/None to turn that trip off."""
     if value is None or value is False:
         return None
-    return _integer(1)(value)
+    return numbers.whole(value, minimum=1)
 
 
-def _positive_number(value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"must be a number > 0, not {value!r}")
-    if value <= 0:
-        raise ValueError(f"must be > 0, not {value}")
-    return float(value)
-
-
-def _duration(minimum: float, *, inclusive: bool) -> Callable[[object], float]:
+def _duration(*, allow_zero: bool) -> Callable[[object], float]:
     def check(value: object) -> float:
-        seconds = parse_duration(value)
-        if seconds < minimum or (seconds == minimum and not inclusive):
-            bound = ">=" if inclusive else ">"
-            raise ValueError(f"must be {bound} {minimum:g} seconds, not {value!r}")
-        return seconds
+        return numbers.duration(value, allow_zero=allow_zero)
 
     return check
+
+
+def _optional_temperature(value: object) -> float | None:
+    return None if value is None else numbers.temperature(value)
 
 
 def _text(value: object) -> str:
@@ -242,34 +264,81 @@ def _commands(value: object) -> tuple[str, ...]:
     return commands
 
 
-_PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+def _names(value: object) -> tuple[str, ...]:
+    names = _arguments(value)
+    if not all(name.strip() and name == name.strip() for name in names):
+        raise ValueError(f"must be names without surrounding spaces, not {list(names)!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"must not repeat a name: {list(names)!r}")
+    return names
+
+
+#: The four prices of a model, in USD per million tokens. ``input_per_mtok`` and so on are
+#: accepted too (the seed's spelling).
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write")
+_PRICE_ALIASES = {f"{key}_per_mtok": key for key in PRICE_KEYS}
+_EVERY_MODEL = "*"  # costs.EVERY_MODEL, which is imported only when prices are needed
 
 
 def _prices(value: object) -> dict[str, dict[str, float]]:
-    """``{model prefix: {input, output, cache_read, cache_write}}`` in USD per million tokens."""
+    """``{model prefix: {input, output, cache_read, cache_write}}`` in USD per million tokens.
+
+    Flat keys (``input = 3.0`` directly in ``[loops.costs]``) are the price of every model,
+    stored under ``costs.EVERY_MODEL``; per-model tables beside them still win for their models.
+    """
     if not isinstance(value, dict):
         raise ValueError(f"must be a table of models, not {value!r}")
+    flat = {key: amount for key, amount in value.items() if not isinstance(amount, dict)}
+    tables = {model: price for model, price in value.items() if isinstance(price, dict)}
     prices: dict[str, dict[str, float]] = {}
-    for model, price in value.items():
-        if not isinstance(price, dict) or sorted(price) != sorted(_PRICE_KEYS):
-            raise ValueError(f"{model}: give exactly {', '.join(_PRICE_KEYS)} (USD per million)")
-        for key, amount in price.items():
-            if isinstance(amount, bool) or not isinstance(amount, int | float) or amount < 0:
-                raise ValueError(f"{model}.{key}: must be a number >= 0, not {amount!r}")
-        prices[str(model).lower()] = {key: float(amount) for key, amount in price.items()}
+    problems: list[str] = []
+    for model, price in tables.items():
+        try:
+            prices[str(model).lower()] = _price(price)
+        except ValueError as exc:
+            problems.append(f"{model}: {exc}")
+    if flat:
+        try:
+            prices[_EVERY_MODEL] = _price(flat)
+        except ValueError as exc:
+            problems.append(f"flat price (every model): {exc}")
+    if problems:
+        raise ValueError("; ".join(problems))
     return prices
+
+
+def _price(given: Mapping[str, object]) -> dict[str, float]:
+    """One model's price; the cache prices default to input and 1.25 x input when left out
+    (never below what they cost, so a budget is never overrun by a missing price)."""
+    price: dict[str, float] = {}
+    for key, amount in given.items():
+        name = _PRICE_ALIASES.get(key, key)
+        if name not in PRICE_KEYS:
+            known = ", ".join([*PRICE_KEYS, *_PRICE_ALIASES])
+            raise ValueError(f"{key}: unknown price; known: {known}")
+        if name in price:
+            raise ValueError(f"{key}: {name} is given twice")
+        try:
+            price[name] = numbers.cost(amount, allow_zero=True)
+        except ValueError as exc:
+            raise ValueError(f"{key}: {exc}") from None
+    if "input" not in price or "output" not in price:
+        raise ValueError("give at least input and output (USD per million tokens)")
+    price.setdefault("cache_read", price["input"])
+    price.setdefault("cache_write", price["input"] * 1.25)
+    return {key: price[key] for key in PRICE_KEYS}
 
 
 _CHECKS: dict[str, Callable[[Any], Any]] = {
     "max_iterations": _integer(1),
-    "max_runtime": _duration(0, inclusive=False),
-    "max_cost_usd": _positive_number,
+    "max_runtime": _duration(allow_zero=False),
+    "max_cost_usd": numbers.cost,
     "max_tokens": _integer(1, optional=True),
     "checkpoint_interval": _integer(0),
-    "cooldown": _duration(0, inclusive=True),
+    "cooldown": _duration(allow_zero=True),
     "completion_signal": _signal,
     "circuit_breaker_threshold": _integer(1),
-    "iteration_timeout": _duration(0, inclusive=False),
+    "iteration_timeout": _duration(allow_zero=False),
     "agent": _text,
     "agent_args": _arguments,
     "permission_mode": _permission_mode,
@@ -277,18 +346,22 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "no_progress_threshold": _threshold,
     "same_error_threshold": _threshold,
     "permission_denial_threshold": _threshold,
-    "breaker_cooldown": _duration(0, inclusive=True),
+    "breaker_cooldown": _duration(allow_zero=True),
     "auto_recover": _flag,
-    "error_backoff_base": _duration(0, inclusive=True),
-    "error_backoff_cap": _duration(0, inclusive=True),
+    "error_backoff_base": _duration(allow_zero=True),
+    "error_backoff_cap": _duration(allow_zero=True),
     "max_calls_per_hour": _integer(1, optional=True),
     "max_calls_per_hour_global": _integer(1, optional=True),
-    "usage_limit_wait": _duration(0, inclusive=False),
+    "usage_limit_wait": _duration(allow_zero=False),
     "gates": _commands,
-    "gate_timeout": _duration(0, inclusive=False),
+    "gate_timeout": _duration(allow_zero=False),
     "checkpoint_branch": _optional_text,
     "count_cache_tokens": _flag,
     "costs": _prices,
     "model": _optional_text,
     "max_output_tokens": _integer(1, optional=True),
+    "temperature": _optional_temperature,
+    "tracker_template": _optional_text,
+    "continue_message": _optional_text,
+    "plugins": _names,
 }

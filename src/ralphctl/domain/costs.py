@@ -25,6 +25,9 @@ from ralphctl.domain.model import IterationResult, ModelTokens, TokenUsage
 #: When the shipped prices were checked against Anthropic's pricing pages (docs/guards.md).
 PRICES_AS_OF = "2026-11-21"
 PER_MILLION = 1_000_000
+#: The prefix of a price that applies to every model a longer prefix does not name (a flat
+#: ``[loops.costs]`` table).
+EVERY_MODEL = "*"
 #: The model name used in ``Cost.unpriced`` when the agent reported tokens but no model.
 UNNAMED_MODEL = "(unnamed model)"
 _SEPARATORS = frozenset("-_.:@")
@@ -33,6 +36,7 @@ _SEPARATORS = frozenset("-_.:@")
 class CostSource(StrEnum):
     REPORTED = "reported"
     ESTIMATED = "estimated"
+    RECOVERED = "recovered"  # read back from a transcript after the runner died (engine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +129,11 @@ def iteration_cost(result: IterationResult, prices: Mapping[str, Price] = DEFAUL
 
 
 def price_for(model: str, prices: Mapping[str, Price] = DEFAULT_PRICES) -> Price | None:
-    """The price of the longest prefix of ``model`` listed in ``prices`` (see the module)."""
+    """The price of the longest prefix of ``model`` listed in ``prices`` (see the module),
+    else the ``EVERY_MODEL`` price if there is one."""
     best: tuple[int, Price] | None = None
+    if (every := prices.get(EVERY_MODEL)) is not None:
+        best = (0, every)
     for name in _names(model):
         for prefix, price in prices.items():
             key = prefix.lower()

@@ -3,7 +3,8 @@
 Strict by design (DESIGN.md §3; user guide: docs/completion.md). Only the agent's final
 assistant text is examined, and only a deliberate declaration counts:
 
-- tagged marker (``<promise>TEXT</promise>``): the last *valid* tag is the agent's final word.
+- tagged marker (``<promise>TEXT</promise>``, or the seed's ``<ringmaster>TEXT</ringmaster>``,
+  read by exactly the same rules): the last *valid* tag is the agent's final word.
   A tag is invalid inside a fenced block or inline code, directly quoted, on a ``>`` quote
   line, in a sentence with a negation or condition word (``_NEGATIONS``), or on a line that
   echoes the prompt. Text without a tag never matches.
@@ -27,8 +28,10 @@ TYPE_CHECKING = False  # the typing module is one more import on the hook's hot 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-_OPEN, _CLOSE = "<promise>", "</promise>"
-_TAG_NAME = "promise>"
+#: The tag names a tagged marker may use; ``promise`` is the default and the blocked tag of
+#: plain markers.
+TAGS = ("promise", "ringmaster")
+_PROMISE = TAGS[0]
 _COMMENT_OPEN, _COMMENT_CLOSE = "<!--", "-->"
 #: Sentence boundaries: a negation or condition word counts only within the tag's sentence.
 _BOUNDARIES = ".!?:\n"
@@ -52,35 +55,49 @@ def normalise(text: str) -> str:
 
 @value(frozen=True, slots=True)
 class Marker:
-    """A parsed completion signal: ``tagged`` means the ``<promise>TEXT</promise>`` form."""
+    """A parsed completion signal: ``tagged`` means the ``<tag>TEXT</tag>`` form, ``tag`` one
+    of ``TAGS`` (the tag scanned for blocked declarations too)."""
 
     text: str
     tagged: bool
+    tag: str = _PROMISE
 
     def __post_init__(self) -> None:
         if not self.text.strip():
             raise ValueError("a completion marker cannot be empty")
         if self.text != normalise(self.text):
             raise ValueError(f"marker text must be whitespace-normalised: {self.text!r}")
-        if _OPEN in self.text or _CLOSE in self.text:
-            raise ValueError(f"a marker cannot contain a <promise> tag: {self.text!r}")
+        if self.tag not in TAGS:
+            raise ValueError(f"unknown marker tag {self.tag!r}: use one of {', '.join(TAGS)}")
+        if _holds_a_tag(self.text):
+            raise ValueError(
+                f"a marker cannot contain a <promise> or <ringmaster> tag: {self.text!r}"
+            )
         if _blocked(self.text) is not None:
             raise ValueError(f"a marker cannot be a BLOCKED: declaration: {self.text!r}")
 
     @property
     def signal(self) -> str:
         """The exact line the agent should print to declare completion."""
-        return f"{_OPEN}{self.text}{_CLOSE}" if self.tagged else self.text
+        return f"<{self.tag}>{self.text}</{self.tag}>" if self.tagged else self.text
+
+    @property
+    def blocked_signal(self) -> str:
+        """How the agent declares it is blocked, as a template (``<the reason>``)."""
+        reason = "BLOCKED: <the reason>"
+        return f"<{self.tag}>{reason}</{self.tag}>" if self.tagged else reason
 
 
 def parse_marker(signal: str) -> Marker:
-    """Parse a configured marker: ``<promise>T</promise>``, ``<!-- T -->`` or a plain ``T``.
+    """Parse a configured marker: ``<promise>T</promise>`` (or ``<ringmaster>T</ringmaster>``),
+    ``<!-- T -->`` or a plain ``T``.
 
     Raises ValueError for an empty marker: whether that means "disabled" is the caller's call.
     """
     stripped = signal.strip()
-    if (tag := _inside_tag(stripped)) is not None:
-        return Marker(normalise(tag), tagged=True)
+    for name in TAGS:
+        if (tag := _inside_tag(stripped, name)) is not None:
+            return Marker(normalise(tag), tagged=True, tag=name)
     if (comment := _inside_comment(stripped)) is not None:
         return Marker(normalise(comment), tagged=False)
     return Marker(normalise(stripped), tagged=False)
@@ -88,7 +105,7 @@ def parse_marker(signal: str) -> Marker:
 
 def promise(text: str) -> Marker:
     """The marker of ``--completion-promise TEXT``: always tagged (an already tagged TEXT too)."""
-    tag = _inside_tag(text.strip())
+    tag = _inside_tag(text.strip(), _PROMISE)
     return Marker(normalise(text if tag is None else tag), tagged=True)
 
 
@@ -114,7 +131,7 @@ def detect(final_text: str, marker: Marker, *, prompt: str | None = None) -> Det
     if last is None:
         return _NOTHING
     echoes = _echo_lines(prompt)
-    reading = _Reading(text, echoes, marker.signal)
+    reading = _Reading(text, echoes, marker.signal, marker.tag)
     start, line = last
     if not reading.in_fence(start):
         declared = _line_declaration(line, None if marker.tagged else marker, tags=False)
@@ -136,6 +153,14 @@ def detect_in_tracker(body: str, marker: Marker) -> Detection:
     if last is None or _Fences(text).contain(last[0]):
         return _NOTHING
     return _line_declaration(last[1], marker, tags=True) or _NOTHING
+
+
+def first_declaration(final: Detection, tracker: Detection | None) -> Detection:
+    """Both loop modes: the agent's final text decides first; without a declaration there, the
+    tracker's last line (``detect_in_tracker``) does."""
+    if final.completed or final.blocked_reason is not None or tracker is None:
+        return final
+    return tracker
 
 
 def _last_line(text: str) -> tuple[int, str] | None:
@@ -178,8 +203,19 @@ def _inside(text: str, opening: str, closing: str) -> str | None:
     return None
 
 
-def _inside_tag(text: str) -> str | None:
-    return _inside(text, _OPEN, _CLOSE)
+def _inside_tag(text: str, name: str) -> str | None:
+    return _inside(text, f"<{name}>", f"</{name}>")
+
+
+def _inside_any_tag(text: str) -> str | None:
+    for name in TAGS:
+        if (inside := _inside_tag(text, name)) is not None:
+            return inside
+    return None
+
+
+def _holds_a_tag(text: str) -> bool:
+    return any(f"<{name}>" in text or f"</{name}>" in text for name in TAGS)
 
 
 def _inside_comment(text: str) -> str | None:
@@ -190,9 +226,9 @@ def _line_declaration(line: str, marker: Marker | None, *, tags: bool) -> Detect
     """Read a stripped last line: ``X``, ``<!-- X -->`` (and ``<promise>X</promise>`` if tags)."""
     wrapped = _inside_comment(line)
     if wrapped is None and tags:
-        wrapped = _inside_tag(line)
+        wrapped = _inside_any_tag(line)
     content = normalise(line if wrapped is None else wrapped)
-    if wrapped is not None and (_OPEN in content or _CLOSE in content):
+    if wrapped is not None and _holds_a_tag(content):
         return None
     if (reason := _blocked(content)) is not None:
         return Detection(completed=False, blocked_reason=reason, evidence=line)
@@ -203,7 +239,7 @@ def _line_declaration(line: str, marker: Marker | None, *, tags: bool) -> Detect
 
 def _tag_declaration(text: str, tag: tuple[int, int], marker: Marker) -> Detection:
     start, end = tag
-    content = normalise(text[start + len(_OPEN) : end - len(_CLOSE)])
+    content = normalise(text[start + len(marker.tag) + 2 : end - len(marker.tag) - 3])
     evidence = text[start:end]
     if (reason := _blocked(content)) is not None:
         return Detection(completed=False, blocked_reason=reason, evidence=evidence)
@@ -212,19 +248,20 @@ def _tag_declaration(text: str, tag: tuple[int, int], marker: Marker) -> Detecti
     return _NOTHING
 
 
-def _find_tags(text: str) -> list[tuple[int, int]]:
-    """Spans of ``<promise>…</promise>``; a close pairs with the nearest unpaired open."""
+def _find_tags(text: str, name: str) -> list[tuple[int, int]]:
+    """Spans of ``<name>…</name>``; a close pairs with the nearest unpaired open."""
     tags: list[tuple[int, int]] = []
     opened = -1
-    found = text.find(_TAG_NAME)
+    tag_name = name + ">"
+    found = text.find(tag_name)
     while found >= 0:
-        end = found + len(_TAG_NAME)
+        end = found + len(tag_name)
         if found >= 1 and text[found - 1] == "<":
             opened = found - 1
         elif opened >= 0 and found >= 2 and text[found - 2 : found] == "</":
             tags.append((opened, end))
             opened = -1
-        found = text.find(_TAG_NAME, end)
+        found = text.find(tag_name, end)
     return tags
 
 
@@ -440,9 +477,9 @@ class _Reading:
 
     __slots__ = ("_echoes", "_exempt", "_fences", "_lines", "_masked", "tags", "text")
 
-    def __init__(self, text: str, echoes: frozenset[str], exempt: str) -> None:
+    def __init__(self, text: str, echoes: frozenset[str], exempt: str, tag: str) -> None:
         self.text = text
-        self.tags = _find_tags(text)
+        self.tags = _find_tags(text, tag)
         self._masked = _mask(text, self.tags) if self.tags else text
         self._fences = _Fences(self._masked)
         self._echoes = echoes

@@ -56,10 +56,14 @@ class ModelTokens:
 
 @dataclass(frozen=True, slots=True)
 class ToolUse:
-    """One tool call of a run: the tool's name and a one-line summary (file, command…)."""
+    """One tool call of a run: the tool's name, a one-line summary (file, command…),
+    whether the agent's adapter knows the tool as one that edits files, and the call's id
+    (which a ``PermissionDenial`` names when the call was refused)."""
 
     name: str
     summary: str = ""
+    edits_files: bool = False
+    tool_use_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,3 +104,5 @@ class IterationResult:
     terminal_reason: str | None = None
     #: The agent's output ended without its closing record (Claude: no ``result`` line).
     truncated: bool = False
+    #: Output lines too long to parse (``agents/process``): kept whole in the transcript only.
+    oversized_lines: int = 0

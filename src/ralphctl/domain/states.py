@@ -66,6 +66,40 @@ def transition(current: LoopStatus, target: LoopStatus) -> LoopStatus:
     return target
 
 
+class Runner(StrEnum):
+    """What drives an active loop, as far as a process reading the store can tell."""
+
+    ALIVE = "alive"  # a ralphctl runner process runs it
+    GONE = "gone"  # the runner recorded for it has died
+    NONE = "none"  # none ever: in hook mode, a Claude Code session ralphctl did not launch
+
+
+def why_not_resumable(status: LoopStatus, mode: str, runner: Runner) -> str | None:
+    """Why ``ralphctl resume`` cannot continue this loop, or None when it can.
+
+    The one rule behind ``resume`` (CLI and API) and what ``status`` offers: a completed loop
+    is done; a running one runs; a hook-mode loop lives in one Claude Code session, which
+    ralphctl continues only when it is pending or paused, and which it never drives at all
+    when the user's own session runs it (``/ralph-loop``).
+    """
+    if status is LoopStatus.COMPLETED:
+        return "it has completed; start a new loop"
+    running = status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED)
+    if running and runner is Runner.ALIVE:
+        return "it is running"
+    if mode != "hook" or status in (LoopStatus.PENDING, LoopStatus.PAUSED):
+        return None
+    if running and runner is Runner.NONE:
+        return (
+            "it runs in a Claude Code session that ralphctl did not launch (armed with "
+            "/ralph-loop): its Stop hook drives it there; /cancel-ralph ends it"
+        )
+    return (
+        "it ran in one Claude Code session (hook mode), which ended without a pause and "
+        "cannot be entered again: start a new loop (this one's history stays)"
+    )
+
+
 class StopReason(StrEnum):
     """Why a loop ended; the reasons of the stop rules are spelled in ``stoprules``."""
 
@@ -79,6 +113,7 @@ class StopReason(StrEnum):
     USER_STOP = "user_stop"
     INTERRUPTED = "interrupted"
     AGENT_UNAVAILABLE = "agent_unavailable"
+    STORE_FAILED = "store_failed"  # the database kept failing under a managed loop
 
     @property
     def status(self) -> LoopStatus:
@@ -96,6 +131,7 @@ _STATUS_OF = {
     StopReason.BLOCKED: LoopStatus.BLOCKED,
     StopReason.CIRCUIT_BREAKER: LoopStatus.FAILED,
     StopReason.AGENT_UNAVAILABLE: LoopStatus.FAILED,
+    StopReason.STORE_FAILED: LoopStatus.FAILED,
 }
 
 EXIT_COMPLETED = 0
@@ -114,6 +150,7 @@ _EXIT_CODE_OF = {
     StopReason.MAX_TOKENS: EXIT_LIMIT,
     StopReason.CIRCUIT_BREAKER: EXIT_FAILED,
     StopReason.AGENT_UNAVAILABLE: EXIT_FAILED,
+    StopReason.STORE_FAILED: EXIT_FAILED,
     StopReason.USER_STOP: EXIT_INTERRUPTED,
     StopReason.INTERRUPTED: EXIT_INTERRUPTED,
 }

@@ -8,6 +8,7 @@ decision. So the rules name their reasons with plain strings, which are the valu
 
 from __future__ import annotations
 
+from ralphctl.domain.money import format_usd
 from ralphctl.domain.value import value
 
 COMPLETION = "completion"
@@ -83,7 +84,7 @@ def _limits(totals: Totals, budgets: Budgets) -> tuple[tuple[str, float, float |
 
 def _fmt(amount: float, unit: str) -> str:
     if unit == "$":
-        return f"${amount:.4f}"
+        return format_usd(amount)
     if unit == "s":
         return f"{amount:.0f}s"
     return f"{amount:g} {unit}"

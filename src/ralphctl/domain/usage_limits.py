@@ -4,7 +4,9 @@ Structured signals first, strongest first:
 
 1. a rate-limit event with status ``rejected`` (its ``resetsAt`` is the reset time);
 2. the agent's assistant error ``rate_limit`` on a failed run;
-3. a failed run with HTTP status 429.
+3. a failed run with HTTP status 429, stated as a field or, by CLIs that report no status
+   (Claude Code 2.1.100: ``API Error: 429 {"type":"error","error":{"type":"rate_limit_error"…``),
+   in the final text where a limit message may stand (see below).
 
 Then text fallbacks, for CLIs that only print the message: ``Claude AI usage limit
 reached|<epoch>``, ``You've hit your [session|weekly|…] limit · resets 3:50pm (Asia/Tokyo)``,
@@ -40,6 +42,9 @@ _PHRASE = re.compile(
     r"|\b(?:usage|\d+-hour|session|weekly|daily) limit reached\b"
     r"|\bout of extra usage\b",
     re.IGNORECASE,
+)
+_API_429 = re.compile(
+    r"^API Error:? (?:.*\(429\)|429\b|Rate limit reached\b)|\brate_limit_error\b", re.IGNORECASE
 )
 _RESET = re.compile(
     r"\breset(?:s)?(?: at)? "
@@ -98,6 +103,9 @@ def detect_usage_limit(
     if result.is_error and result.api_error_status == 429:
         raw = line or result.final_text.strip() or "HTTP status 429"
         return _limit(LimitSource.HTTP_429, stated, raw, None, now, default_wait_s)
+    if result.is_error and (reported := _api_429_line(result.final_text)) is not None:
+        raw = line or reported
+        return _limit(LimitSource.HTTP_429, stated, raw, None, now, default_wait_s)
     if line is not None:
         return _limit(LimitSource.TEXT, stated, line, None, now, default_wait_s)
     return None
@@ -124,12 +132,22 @@ def _limit(
 
 def _limit_line(text: str) -> str | None:
     """The line of ``text`` that announces a usage limit, where such a message may stand."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    candidates = lines if len(lines) <= _SHORT_TEXT_LINES else lines[-1:]
-    for line in reversed(candidates):
+    for line in _message_lines(text):
         if _EPOCH.search(line) or _PHRASE.search(line):
             return line
     return None
+
+
+def _api_429_line(text: str) -> str | None:
+    """The line of ``text`` reporting an HTTP 429 answer, where the CLI's message stands."""
+    return next((line for line in _message_lines(text) if _API_429.search(line)), None)
+
+
+def _message_lines(text: str) -> list[str]:
+    """Where a CLI's limit or error message may stand in a final text, last line first."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    candidates = lines if len(lines) <= _SHORT_TEXT_LINES else lines[-1:]
+    return candidates[::-1]
 
 
 def _stated_reset(line: str, now: float, local_zone: tzinfo) -> float | None:

@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ralphctl.domain.analyzer import Signals, analyse, breaker_outcome, prompt_notes
+from ralphctl.domain.analyzer import (
+    Signals,
+    analyse,
+    breaker_outcome,
+    edited_files,
+    prompt_notes,
+)
 from ralphctl.domain.breaker import BreakerConfig, BreakerState, BreakerStatus, record
 from ralphctl.domain.costs import Cost, Price, iteration_cost
 from ralphctl.domain.markers import Detection, Marker, detect
@@ -15,7 +21,6 @@ from ralphctl.domain.usage_limits import UsageLimit, detect_usage_limit
 from ralphctl.engine.gates import GateResult, gate_report
 
 NO_DETECTION = Detection(completed=False, blocked_reason=None, evidence=None)
-EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +65,7 @@ def assess(
     """Judge one finished run. ``changed``: git saw files change during it (None: no git)."""
     limit = detect_usage_limit(result, now, default_wait_s=usage_limit_wait)
     signals = analyse(result, previous_lengths=previous_lengths)
-    edited = any(tool.name in EDIT_TOOLS for tool in result.tool_uses)
-    files_changed = edited if changed is None else changed
+    files_changed = edited_files(result) if changed is None else changed
     outcome = breaker_outcome(
         n, result, signals, files_changed=files_changed, usage_limited=limit is not None
     )

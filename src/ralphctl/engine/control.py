@@ -14,9 +14,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ralphctl.agents.process import pid_exists
 from ralphctl.domain.conditions import ExternalSignal
 from ralphctl.domain.events import EventType
-from ralphctl.domain.states import LoopStatus, StopReason, transition
+from ralphctl.domain.states import (
+    LoopStatus,
+    Runner,
+    StopReason,
+    transition,
+    why_not_resumable,
+)
 from ralphctl.engine.leftovers import interrupt_leftovers
 from ralphctl.engine.sentinels import sentinel_path
 from ralphctl.engine.statefile import ralph_dir
@@ -25,7 +32,11 @@ from ralphctl.store.records import EventRecord, LoopRecord
 if TYPE_CHECKING:  # the store's import is heavy; `ralphctl run` imports this module at start
     from ralphctl.store.repository import Store
 
-_END_EVENT = {LoopStatus.PAUSED: EventType.PAUSED, LoopStatus.STOPPED: EventType.STOPPED}
+_END_EVENT = {
+    LoopStatus.PAUSED: EventType.PAUSED,
+    LoopStatus.STOPPED: EventType.STOPPED,
+    LoopStatus.FAILED: EventType.FAILED,
+}
 _TARGET = {ExternalSignal.PAUSE: LoopStatus.PAUSED, ExternalSignal.STOP: LoopStatus.STOPPED}
 
 
@@ -35,13 +46,34 @@ class UnsupportedControl(ValueError):
 
 
 def check_resumable(loop: LoopRecord) -> None:
-    """UnsupportedControl for a hook-mode loop that is neither pending nor paused: its
-    session cannot be entered again."""
-    if loop.mode == "hook" and loop.status not in (LoopStatus.PENDING, LoopStatus.PAUSED):
-        raise UnsupportedControl(
-            f"loop {loop.id} ran in one Claude Code session (hook mode), which ended without "
-            "a pause and cannot be entered again: start a new loop (this one's history stays)"
-        )
+    """UnsupportedControl when the loop cannot be resumed (``domain.states.why_not_resumable``:
+    completed, running, or a hook-mode session that cannot be entered again)."""
+    runner = runner_of(loop)
+    why = why_not_resumable(loop.status, loop.mode, runner)
+    if why is None:
+        return
+    if runner is Runner.ALIVE and loop.status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED):
+        why += f" in process {loop.runner_pid} on {loop.runner_host}"
+    raise UnsupportedControl(f"loop {loop.id}: {why}")
+
+
+def runner_of(loop: LoopRecord) -> Runner:
+    """Whether a runner drives the loop, did and died, or never did (a plugin loop)."""
+    if plugin_loop(loop):
+        return Runner.NONE
+    return Runner.ALIVE if runner_alive(loop) else Runner.GONE
+
+
+def plugin_loop(loop: LoopRecord) -> bool:
+    """A same-session loop armed through the plugin (``/ralph-loop``) in a Claude Code session
+    that ralphctl did not launch: its Stop hook drives it and records it, no runner ever ran
+    it (a runner records its host when it begins), so it is never anyone's orphan."""
+    return (
+        loop.mode == "hook"
+        and loop.runner_pid is None
+        and loop.runner_host is None
+        and loop.status is not LoopStatus.PENDING
+    )
 
 
 def runner_alive(loop: LoopRecord) -> bool:
@@ -52,13 +84,7 @@ def runner_alive(loop: LoopRecord) -> bool:
         return True
     if loop.runner_pid == os.getpid():
         return False  # this process: only its manager knows, and it asks before calling this
-    try:
-        os.kill(loop.runner_pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_exists(loop.runner_pid)
 
 
 def write_sentinel(workdir: Path, signal: ExternalSignal) -> Path:
@@ -88,8 +114,8 @@ def settle(
     *,
     why: StopReason = StopReason.USER_STOP,
 ) -> tuple[LoopRecord, list[EventRecord]]:
-    """Pause or stop (for the reason ``why``) a loop that no runner runs; returns it and the
-    events recorded.
+    """Pause, stop or fail (for the reason ``why``) a loop that no runner runs; returns it and
+    the events recorded.
 
     Iterations its last runner left running are marked interrupted (and counted), their
     agents stopped (``engine/leftovers``); a stopped hook-mode loop's tracker is deactivated.
@@ -98,18 +124,17 @@ def settle(
     transition(loop.status, status)
     found = interrupt_leftovers(store, [loop])[loop.id]
     leftovers = found.interrupted
-    stopped = status is LoopStatus.STOPPED
-    reason = why if stopped else None
+    ended = status is not LoopStatus.PAUSED
+    reason = why if ended else None
     loop = store.save_loop(
         replace(
-            loop,
+            found.applied_to(loop),
             status=status,
             stop_reason=reason,
             stop_detail=detail,
-            iteration=max([loop.iteration, *leftovers]),
             rate_limited_until=None,
             runner_pid=None,
-            ended_at=datetime.now(UTC) if stopped else None,
+            ended_at=datetime.now(UTC) if ended else None,
         )
     )
     reason_text = reason and str(reason)
@@ -117,7 +142,7 @@ def settle(
     if leftovers:
         summary["interrupted_iterations"] = leftovers
     batch: list[tuple[str, dict[str, Any]]] = []
-    if found.agents:
+    if found.agents or found.recovered:
         agents = [agent.data() for agent in found.agents]
         batch.append((str(EventType.WARNING), {"message": found.message(), "agents": agents}))
     batch.append(

@@ -1,4 +1,9 @@
-"""Iterations a runner that died left running: stop their agents, then mark them interrupted.
+"""Iterations a runner that died left running: stop their agents, then mark them interrupted,
+with what their agents spent when their transcripts show it (``engine/usage_recovery``).
+
+Before that, iterations the database refused and the runner kept in the loop's journal
+(``engine/unrecorded``) are recorded, exactly once: a finished one with what its agent
+reported, one only begun as running (then interrupted like the others).
 
 Whoever takes over or settles a loop that no runner runs calls this: start-up reconciliation,
 a runner's start (``ralphctl resume`` of a crashed loop), pause or stop of such a loop. Agents
@@ -10,11 +15,16 @@ is imported only when there is an agent to look for.
 from __future__ import annotations
 
 import logging
+import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ralphctl.store.records import IterationRecord, LoopRecord
+from ralphctl.domain.money import format_usd
+from ralphctl.engine.unrecorded import JournalUnreadable, forget, read_journal, set_aside
+from ralphctl.store.errors import StoreError
+from ralphctl.store.records import IterationRecord, LoopRecord, RecoveredUsage
 
 if TYPE_CHECKING:
     from ralphctl.store.repository import Store
@@ -47,24 +57,66 @@ class AgentFate:
 
 @dataclass(frozen=True, slots=True)
 class Leftovers:
-    """One loop's iterations marked interrupted, and what became of their agents."""
+    """One loop's iterations marked interrupted, what became of their agents, and what those
+    agents spent (recorded on the iterations and added to the loop's totals)."""
 
     interrupted: list[int] = field(default_factory=list)
     agents: list[AgentFate] = field(default_factory=list)
+    recovered: dict[int, RecoveredUsage] = field(default_factory=dict)
+    replayed: list[IterationRecord] = field(default_factory=list)
+    journal_problem: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything was found (and is worth a warning)."""
+        found = self.interrupted or self.agents or self.recovered or self.replayed
+        return bool(found or self.journal_problem)
 
     def message(self) -> str:
         """What was done, for a warning; empty when nothing was."""
         parts = []
+        if self.journal_problem:
+            parts.append(self.journal_problem)
+        parts.extend(
+            f"iteration {it.n} ({it.status}, {format_usd(it.cost_usd or 0.0)}), which the "
+            "database had refused, was recorded from the loop's journal"
+            for it in self.replayed
+            if it.status != "running"
+        )
         if self.interrupted:
             numbers = ", ".join(map(str, self.interrupted))
             parts.append(f"iteration {numbers} was left running by a runner that died: interrupted")
         parts.extend(agent.sentence() for agent in self.agents)
+        parts.extend(
+            f"the usage of iteration {n} was recovered from its transcript"
+            + ("" if usage.cost_usd is None else f" ({format_usd(usage.cost_usd)})")
+            for n, usage in sorted(self.recovered.items())
+        )
         return "; ".join(parts)
+
+    def applied_to(self, loop: LoopRecord) -> LoopRecord:
+        """``loop`` as read before, brought to what the store now holds: the interrupted
+        iterations counted, what they spent added to its totals."""
+        finished = [it for it in self.replayed if it.status != "running"]
+        spent: list[RecoveredUsage | IterationRecord] = [*self.recovered.values(), *finished]
+        return replace(
+            loop,
+            iteration=max([loop.iteration, *self.interrupted, *(it.n for it in finished)]),
+            cost_usd=loop.cost_usd + sum(usage.cost_usd or 0.0 for usage in spent),
+            tokens_input=loop.tokens_input + sum(usage.tokens_input for usage in spent),
+            tokens_output=loop.tokens_output + sum(usage.tokens_output for usage in spent),
+            tokens_cache_read=loop.tokens_cache_read
+            + sum(usage.tokens_cache_read for usage in spent),
+            tokens_cache_write=loop.tokens_cache_write
+            + sum(usage.tokens_cache_write for usage in spent),
+        )
 
 
 def interrupt_leftovers(store: Store, loops: Sequence[LoopRecord]) -> dict[str, Leftovers]:
     """For each loop (none of which a runner runs): stop the agents of its running iterations,
-    all at once, then mark those iterations interrupted. Keyed by loop id."""
+    all at once, then mark those iterations interrupted. Iterations kept in their journals
+    are recorded first. Keyed by loop id."""
+    journals = {loop.id: replay_journal(store, loop) for loop in loops}
     running = {loop.id: store.running_iterations(loop.id) for loop in loops}
     hosts = {loop.id: loop.runner_host for loop in loops}
     fates = _stop([it for its in running.values() for it in its], hosts)
@@ -72,9 +124,60 @@ def interrupt_leftovers(store: Store, loops: Sequence[LoopRecord]) -> dict[str, 
     for loop in loops:
         agents = [fates[(loop.id, it.n)] for it in running[loop.id] if (loop.id, it.n) in fates]
         notes = {agent.iteration: f"its agent (pid {agent.pid}) {agent.said}" for agent in agents}
-        interrupted = store.interrupt_running_iterations(loop.id, notes) if running[loop.id] else []
-        found[loop.id] = Leftovers(interrupted, agents)
+        spent = _recover(store, loop, running[loop.id])
+        interrupted = (
+            store.interrupt_running_iterations(loop.id, notes, spent) if running[loop.id] else []
+        )
+        recovered = {n: usage for n, usage in spent.items() if n in interrupted}
+        replayed, problem = journals[loop.id]
+        found[loop.id] = Leftovers(interrupted, agents, recovered, replayed, problem)
     return found
+
+
+def replay_journal(store: Store, loop: LoopRecord) -> tuple[list[IterationRecord], str | None]:
+    """Record what the loop's journal keeps (each iteration once), then remove it; the
+    iterations newly recorded, and what was wrong with an unreadable journal (set aside
+    unreplayed, so that nothing is counted twice)."""
+    workdir = Path(loop.workdir)
+    try:
+        kept = read_journal(workdir, loop.id)
+    except JournalUnreadable as exc:
+        aside = set_aside(workdir, loop.id)
+        problem = f"{exc}: set aside as {aside.name}, nothing in it was recorded"
+        log.warning("loop %s: %s", loop.id, problem)
+        return [], problem
+    replayed = [
+        entry.record
+        for entry in kept
+        if store.record_unrecorded(entry.record, entry.events) is not None
+    ]
+    if kept:
+        forget(workdir, loop.id)
+    return replayed, None
+
+
+def _recover(
+    store: Store, loop: LoopRecord, running: Sequence[IterationRecord]
+) -> dict[int, RecoveredUsage]:
+    """What the agents of those iterations spent, as their transcripts show (after the agents
+    were stopped: nothing more is written). A transcript that cannot be read is skipped."""
+    if not running:
+        return {}
+    # Imported here: reading transcripts needs the store's SQLAlchemy modules, which a new
+    # loop's runner imports only once its first agent runs (start-up budget).
+    from ralphctl.engine.usage_recovery import recover_usage
+
+    recovered = {}
+    for iteration in running:
+        try:
+            usage = recover_usage(store, loop, iteration)
+        except (StoreError, ValueError, zlib.error) as exc:
+            n = iteration.n
+            log.warning("loop %s: cannot read the transcript of iteration %d: %s", loop.id, n, exc)
+            continue
+        if usage is not None:
+            recovered[iteration.n] = usage
+    return recovered
 
 
 def _stop(

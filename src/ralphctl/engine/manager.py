@@ -7,29 +7,31 @@ Beyond ``max_concurrent`` new loops wait as
 pending and start first-come first-served as slots free. Every state change is validated by
 the state machine (``IllegalTransition`` otherwise), stored, then published to subscribers.
 The database is the memory: a manager that crashes or shuts down is replaced by a new one
-whose ``start()`` picks up where it stood (``engine/reconcile``).
+whose ``start()`` picks up where it stood (``engine/reconcile``). Every store call made on the
+event loop goes through the store's thread (``engine/storethread``): a database that makes
+writes wait holds up no other loop and no HTTP answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
-import uuid
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
-from ralphctl.agents.base import AgentAdapter, AgentUnavailable
+from ralphctl.agents.base import AgentUnavailable
 from ralphctl.domain.conditions import ExternalSignal
-from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.events import EventType
 from ralphctl.domain.states import LoopStatus, StopReason, transition
+from ralphctl.engine import storethread
 from ralphctl.engine.bus import EventBus, Subscription
-from ralphctl.engine.checkpoint import GitError
 from ralphctl.engine.control import (
     UnsupportedControl,
     check_resumable,
@@ -38,31 +40,46 @@ from ralphctl.engine.control import (
     settle,
     write_sentinel,
 )
-from ralphctl.engine.hookmode.managed import session_of
+from ralphctl.engine.eventlog import log_event
 from ralphctl.engine.hookmode.runner import HookLoopRunner
-from ralphctl.engine.hookmode.session import Session
-from ralphctl.engine.hookmode.setup import HookModeError, check, prepare
-from ralphctl.engine.loops import default_name, new_loop
 from ralphctl.engine.reconcile import reconcile
+from ralphctl.engine.request import check_agent_ready
 from ralphctl.engine.runner import Interruption, LoopRunner, RunControl
 from ralphctl.engine.sentinels import read_sentinel
-from ralphctl.engine.worktree import add_worktree
-from ralphctl.settings import ConfigError, LoopsSettings, resolve_loop_config
+from ralphctl.engine.starting import (
+    AdapterFactory,
+    InvalidSpec,
+    LoopAlreadyExists,
+    LoopPlan,
+    LoopRequest,
+    attach_session,
+    check_free,
+    default_adapter,
+    in_worktree,
+    new_runner,
+    prepare_loop,
+    resume_plan,
+    store_loop,
+)
+from ralphctl.engine.storefailure import MAX_RECOVERIES, StoreHealth, note_failure
+from ralphctl.settings import LoopsSettings
 from ralphctl.store.errors import StoreError
+from ralphctl.store.metrics import Stats, stats
 from ralphctl.store.records import EventRecord, LoopRecord
 from ralphctl.store.retention import prune_events
+from ralphctl.store.transcript_chunks import prune_transcripts
 
 if TYPE_CHECKING:
     from ralphctl.agents.events import AgentEvent
     from ralphctl.store.repository import Store
-    from ralphctl.workflows.model import Workflow
 
 __all__ = [
     "ConcurrencyLimitReached",
     "InvalidSpec",
     "LoopAlreadyExists",
     "LoopManager",
-    "LoopSpec",
+    "LoopRequest",
+    "ManagerClosing",
     "Stats",
     "Subscription",
     "UnsupportedControl",
@@ -72,51 +89,18 @@ RETENTION_INTERVAL_S = 60.0
 MODES = ("fresh", "hook")
 _CONTROLLABLE = (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED)
 
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
 
 class ConcurrencyLimitReached(RuntimeError):
     """``max_concurrent`` loops already run and the caller asked not to queue."""
 
 
-class LoopAlreadyExists(RuntimeError):
-    """An active loop already uses that work dir."""
-
-
-class InvalidSpec(ValueError):
-    """A loop that cannot be started as specified (work dir, agent, workflow, worktree)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LoopSpec:
-    """What to run. ``worktree=True`` runs it in a new git worktree beside ``workdir``."""
-
-    task: str
-    workdir: Path
-    config: LoopConfig
-    name: str | None = None
-    mode: str = "fresh"
-    workflow: str | None = None
-    worktree: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Stats:
-    """Loops active, running and paused now; cost, iterations and tokens of every loop."""
-
-    total_active: int
-    running: int
-    paused: int
-    total_cost: float
-    total_iterations: int
-    total_tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    """How to run a stored loop: its configuration, its agent and, in hook mode, its session."""
-
-    config: LoopConfig
-    adapter: AgentAdapter
-    session: Session | None = None
+class ManagerClosing(RuntimeError):
+    """The manager is shutting down: it starts and resumes no loop any more."""
 
 
 @dataclass
@@ -139,8 +123,9 @@ class LoopManager:
         *,
         max_concurrent: int = 5,
         resume_on_start: bool = True,
-        adapter_factory: Callable[[LoopConfig], AgentAdapter] | None = None,
+        adapter_factory: AdapterFactory | None = None,
         event_retention: int | None = 10_000,
+        transcript_retention_days: int = 0,
         retention_interval_s: float = RETENTION_INTERVAL_S,
     ) -> None:
         if max_concurrent < 1:
@@ -149,6 +134,7 @@ class LoopManager:
         self.max_concurrent = max_concurrent
         self.resume_on_start = resume_on_start
         self.event_retention = event_retention
+        self.transcript_retention_days = transcript_retention_days
         self.retention_interval_s = retention_interval_s
         self._adapter_factory = adapter_factory or default_adapter
         self._running: dict[str, _Running] = {}
@@ -156,6 +142,10 @@ class LoopManager:
         self._bus = EventBus()
         self._retention: asyncio.Task[None] | None = None
         self._closing = False
+        self.store_health = StoreHealth()  # what /api/health reports, without a query
+        self._store_failures: dict[str, int] = {}  # per loop, since its last iteration
+        self._recoveries: set[asyncio.Task[None]] = set()
+        self._filling = asyncio.Lock()  # one _fill at a time: slots are counted, then taken
 
     @classmethod
     def from_settings(cls, store: Store, settings: LoopsSettings, **options: Any) -> LoopManager:
@@ -165,6 +155,7 @@ class LoopManager:
             max_concurrent=settings.max_concurrent,
             resume_on_start=settings.on_start == "resume",
             event_retention=settings.event_retention,
+            transcript_retention_days=settings.transcript_retention_days,
             **options,
         )
 
@@ -172,18 +163,26 @@ class LoopManager:
 
     async def start(self) -> None:
         """Reconcile what the last manager left, then resume what should run."""
-        found = reconcile(self.store, self._orphaned, self.resume_on_start)
-        for event in found.events:
-            self._bus.publish(event)
+        found = await storethread.submit_delivering(
+            self.store,
+            lambda found: self._emit_all(found.events),
+            reconcile,
+            self.store,
+            self._orphaned,
+            self.resume_on_start,
+        )
         self._queue.extend(loop.id for loop in found.to_resume)
-        if self.event_retention is not None:
-            self._retention = asyncio.create_task(self._retain(self.event_retention))
-        self._fill()
+        if self.event_retention is not None or self.transcript_retention_days:
+            self._retention = asyncio.create_task(self._retain())
+        await self._fill()
 
     async def close(self) -> None:
         """Interrupt every running loop, leaving it to be resumed by the next ``start()``
         (a hook-mode loop's session is paused: ``resume`` continues it)."""
         self._closing = True
+        for recovery in self._recoveries:
+            recovery.cancel()  # the loop stays active: the next manager resumes it
+        await asyncio.gather(*self._recoveries, return_exceptions=True)
         if self._retention is not None:
             self._retention.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -196,49 +195,50 @@ class LoopManager:
 
     # -- commands ---------------------------------------------------------------------------
 
-    async def create(self, spec: LoopSpec, *, queue: bool = True) -> LoopRecord:
+    async def create(self, request: LoopRequest, *, queue: bool = True) -> LoopRecord:
         """Store a new loop and start it, or queue it as pending when every slot is taken.
 
         Raises ConcurrencyLimitReached (full and ``queue=False``), LoopAlreadyExists,
-        InvalidSpec.
+        InvalidSpec, ConfigError.
         """
         self._check_open()
-        workdir, task, adapter = self._check_spec(spec)
-        loop_id = uuid.uuid4().hex[:12]
-        if not spec.worktree:
-            self._check_free(workdir)
+        plan = await asyncio.to_thread(prepare_loop, request, adapters=self._adapter_factory)
+        try:
+            check_agent_ready(plan.adapter, plan.config, Path(plan.loop.workdir))
+        except AgentUnavailable as exc:
+            raise InvalidSpec(str(exc)) from None
+        if not request.worktree:
+            await self._stored(check_free, self.store, Path(plan.loop.workdir))
         if self._full() and not queue:
             raise ConcurrencyLimitReached(self._full_message())
-        if spec.worktree:
-            try:
-                workdir = await add_worktree(workdir, loop_id)
-            except GitError as exc:
-                raise InvalidSpec(str(exc)) from None
-        plan = _Plan(spec.config, adapter)
-        if spec.mode == "hook":
-            loop, plan = self._arm(loop_id, spec, workdir, task, adapter)
-        else:
-            loop = self.store.create_loop(_new_loop(loop_id, spec, workdir, task))
-        clear_sentinels(workdir)
+        if request.worktree:
+            plan = await in_worktree(plan)
+        plan = await self._stored(store_loop, self.store, plan)
+        loop = plan.loop
+        clear_sentinels(Path(loop.workdir))
         queued = self._full()
-        self._publish(loop.id, EventType.CREATED, _created(loop, queued))
-        if queued:
+        # The slot is taken (or the place in the queue) before the event is written; the
+        # event is queued for the store before anything the runner writes.
+        running = None if queued else self._launch(loop, plan)
+        if running is None:
             self._queue.append(loop.id)
+        await self._publish(loop.id, EventType.CREATED, _created(loop, queued))
+        if running is None:
             return loop
-        return await self._start(loop, plan)
+        return await self._started(loop.id, running)
 
     async def pause(self, loop_id: str, *, now: bool = False) -> LoopRecord:
         """Pause between iterations (a hook-mode loop: at its session's next Stop), or
         ``now``: interrupt the running iteration."""
-        loop, running = self._find(loop_id)
+        loop, running = await self._find(loop_id)
         transition(self._status(loop, running), LoopStatus.PAUSED)
         if running is None:
-            return self._settle_or_ask(loop, LoopStatus.PAUSED, ExternalSignal.PAUSE)
+            return await self._settle_or_ask(loop, LoopStatus.PAUSED, ExternalSignal.PAUSE)
         if now:
             return await self._interrupt(loop.id, running, Interruption.PAUSE)
         if running.request is not ExternalSignal.STOP:
             running.request = ExternalSignal.PAUSE
-        self._publish(loop.id, EventType.PAUSE_REQUESTED, {"iteration": loop.iteration})
+        await self._publish(loop.id, EventType.PAUSE_REQUESTED, {"iteration": loop.iteration})
         return loop
 
     async def resume(self, loop_id: str) -> LoopRecord:
@@ -248,25 +248,25 @@ class LoopManager:
         entered again (UnsupportedControl).
         """
         self._check_open()
-        loop, running = self._find(loop_id)
+        loop, running = await self._find(loop_id)
         if running is not None or not self._orphaned(loop):
             transition(self._status(loop, running), LoopStatus.RUNNING)
         check_resumable(loop)
-        self._check_free(Path(loop.workdir), loop.id)
+        await self._stored(check_free, self.store, Path(loop.workdir), loop.id)
         if len(self._running) >= self.max_concurrent:
             raise ConcurrencyLimitReached(self._full_message())
         plan = self._prepare(loop)
         with contextlib.suppress(ValueError):
             self._queue.remove(loop.id)
         clear_sentinels(Path(loop.workdir))  # an old request must not pause it at once
-        return await self._start(loop, plan)
+        return await self._started(loop.id, self._launch(loop, plan))
 
     async def stop(self, loop_id: str) -> LoopRecord:
         """End the loop as stopped; a running iteration is interrupted (recorded so)."""
-        loop, running = self._find(loop_id)
+        loop, running = await self._find(loop_id)
         transition(self._status(loop, running), LoopStatus.STOPPED)
         if running is None:
-            return self._settle_or_ask(loop, LoopStatus.STOPPED, ExternalSignal.STOP)
+            return await self._settle_or_ask(loop, LoopStatus.STOPPED, ExternalSignal.STOP)
         return await self._interrupt(loop.id, running, Interruption.STOP)
 
     # -- queries ----------------------------------------------------------------------------
@@ -279,7 +279,8 @@ class LoopManager:
         return self.store.list_loops(statuses)
 
     def stats(self) -> Stats:
-        return loop_stats(self.store)
+        """Active loops and what they spent so far; every loop, all told."""
+        return stats(self.store)
 
     def subscribe(self, *, max_queue: int = 1000) -> Subscription:
         """Every event published from now on, in seq order; dropped when ``max_queue`` behind."""
@@ -297,38 +298,21 @@ class LoopManager:
 
     # -- running loops ----------------------------------------------------------------------
 
-    async def _start(self, loop: LoopRecord, plan: _Plan) -> LoopRecord:
-        """Launch the loop and return it once its runner has recorded the start."""
-        running = self._launch(loop, plan)
+    async def _started(self, loop_id: str, running: _Running) -> LoopRecord:
+        """The launched loop, once its runner has recorded the start."""
         await running.started.wait()
-        return self.store.get_loop(loop.id)
+        return await self._stored(self.store.get_loop, loop_id)
 
-    def _launch(self, loop: LoopRecord, plan: _Plan) -> _Running:
+    def _launch(self, loop: LoopRecord, plan: LoopPlan) -> _Running:
         workdir = Path(loop.workdir)
         running = _Running(workdir, RunControl(), asyncio.Event())
-        runner: LoopRunner | HookLoopRunner
-        relay = _Relay(self._bus, running)
-        if plan.session is not None:
-            runner = HookLoopRunner(
-                self.store,
-                plan.adapter,
-                loop,
-                plan.config,
-                plan.session,
-                observer=relay,
-                control=running.control,
-                external=lambda: self._signal(running),
-            )
-        else:
-            runner = LoopRunner(
-                self.store,
-                plan.adapter,
-                loop,
-                plan.config,
-                observer=relay,
-                control=running.control,
-                external=lambda: self._signal(running),
-            )
+        runner = new_runner(
+            self.store,
+            replace(plan, loop=loop),
+            observer=_Relay(self._emit, running),
+            control=running.control,
+            external=lambda: self._signal(running),
+        )
         self._running[loop.id] = running
         running.task = asyncio.create_task(
             self._drive(loop.id, runner, running), name=f"loop {loop.id}"
@@ -340,26 +324,34 @@ class LoopManager:
     ) -> None:
         try:
             await runner.run()
-        except Exception as exc:  # the store failed, or a bug
-            self._runner_failed(loop_id, exc)
+        except StoreError as exc:
+            self._store_failed(loop_id, exc, hook=isinstance(runner, HookLoopRunner))
+        except Exception as exc:  # a bug
+            log.exception("loop %s: the runner failed", loop_id)
+            await self._runner_failed(loop_id, exc)
         finally:
             if self._running.get(loop_id) is running:  # not yet taken over by a resume
                 del self._running[loop_id]
             running.started.set()
-            self._fill()
+        await self._fill()
 
-    def _fill(self) -> None:
+    async def _fill(self) -> None:
         """Start queued loops while slots are free."""
-        while not self._closing and self._queue and len(self._running) < self.max_concurrent:
-            loop = self.store.get_loop(self._queue.popleft())
-            if loop.status not in (*_CONTROLLABLE, LoopStatus.PENDING):
-                continue
-            try:
-                plan = self._prepare(loop)
-            except InvalidSpec as exc:
-                self._settle(loop, LoopStatus.STOPPED, f"cannot start: {exc}")
-                continue
-            self._launch(loop, plan)
+        async with self._filling:
+            while not self._closing and self._queue and len(self._running) < self.max_concurrent:
+                loop_id = self._queue[0]  # queued until launched: the manager is never seen idle
+                loop = await self._stored(self.store.get_loop, loop_id)
+                if self._closing or not self._queue or self._queue[0] != loop_id:
+                    continue  # closing, or the loop was resumed or stopped meanwhile
+                self._queue.popleft()
+                if loop.status not in (*_CONTROLLABLE, LoopStatus.PENDING):
+                    continue
+                try:
+                    plan = self._prepare(loop)
+                except InvalidSpec as exc:
+                    await self._settle(loop, LoopStatus.STOPPED, f"cannot start: {exc}")
+                    continue
+                self._launch(loop, plan)
 
     def _signal(self, running: _Running) -> ExternalSignal | None:
         """What the runner should do between iterations: a request, else a sentinel file."""
@@ -375,33 +367,80 @@ class LoopManager:
         running.control.request(outcome)
         assert running.task is not None
         await asyncio.shield(running.task)
-        return self.store.get_loop(loop_id)
+        return await self._stored(self.store.get_loop, loop_id)
 
-    def _runner_failed(self, loop_id: str, exc: Exception) -> None:
+    async def _runner_failed(self, loop_id: str, exc: Exception) -> None:
         """Leave the loop resumable; a hook-mode loop, whose session ended with its runner,
         stopped."""
         with contextlib.suppress(StoreError):
-            loop = self.store.get_loop(loop_id)
+            loop = await self._stored(self.store.get_loop, loop_id)
             if loop.mode == "hook" and loop.status.is_active:  # its session ended with it
                 message = f"the runner failed: {exc}; its session has ended"
-                self._publish(loop_id, EventType.ERROR, {"message": message})
-                self._settle(loop, LoopStatus.STOPPED, message, why=StopReason.INTERRUPTED)
+                await self._publish(loop_id, EventType.ERROR, {"message": message})
+                await self._settle(loop, LoopStatus.STOPPED, message, why=StopReason.INTERRUPTED)
                 return
             message = f"the runner failed: {exc}; the loop can be resumed"
-            self.store.save_loop(replace(loop, runner_pid=None))
-            self._publish(loop_id, EventType.ERROR, {"message": message})
+            await self._stored(self.store.save_loop, replace(loop, runner_pid=None))
+            await self._publish(loop_id, EventType.ERROR, {"message": message})
 
-    async def _retain(self, keep: int) -> None:
-        """Trim the event history now and then (the database is the only event memory)."""
+    def _store_failed(self, loop_id: str, exc: StoreError, *, hook: bool) -> None:
+        """Log the failure and recover from it in the background (``engine/storefailure``)."""
+        self.store_health.failed(str(exc))
+        log.error("loop %s: the database failed: %s", loop_id, exc)
+        recovery = asyncio.create_task(
+            self._recover(loop_id, str(exc), hook=hook), name=f"recover {loop_id}"
+        )
+        self._recoveries.add(recovery)
+        recovery.add_done_callback(self._recoveries.discard)
+
+    async def _recover(self, loop_id: str, problem: str, *, hook: bool) -> None:
+        """Once the database takes the error event: resume the loop, or fail it after
+        ``MAX_RECOVERIES`` failures with no iteration completed in between (a hook-mode
+        loop, whose session ended with its runner, is stopped)."""
+        failures = self._store_failures[loop_id] = self._store_failures.get(loop_id, 0) + 1
+        gives_up = failures >= MAX_RECOVERIES
+        if hook:
+            then = "its session has ended: the loop stops"
+        else:
+            then = "the loop fails" if gives_up else "the loop resumes once it takes writes again"
+        message = f"the database failed: {problem}; {then}"
+        loop = await note_failure(self.store, self.store_health, loop_id, message, self._emit)
+        self.store_health.recovered()
+        if self._closing or loop.status not in _CONTROLLABLE:
+            return  # suspended: the next manager resumes it
+        try:
+            if hook:
+                detail = f"the database failed: {problem}; its session has ended"
+                await self._settle(loop, LoopStatus.STOPPED, detail, why=StopReason.INTERRUPTED)
+            elif gives_up:
+                detail = f"the database failed {failures} times in a row: {problem}"
+                await self._settle(loop, LoopStatus.FAILED, detail, why=StopReason.STORE_FAILED)
+            else:
+                self._queue.appendleft(loop_id)
+                await self._fill()
+                how = "resumed" if loop_id in self._running else "queued to resume"
+                log.info("loop %s: %s after the database failure", loop_id, how)
+        except StoreError as exc:
+            self._store_failed(loop_id, exc, hook=hook)
+
+    async def _retain(self) -> None:
+        """Now and then trim the event history (the database is the only event memory) and
+        delete the transcripts older than ``transcript_retention_days``, however long the
+        manager has been idle."""
         while True:
-            with contextlib.suppress(StoreError):
-                await asyncio.to_thread(prune_events, self.store, keep)
+            if self.event_retention is not None:
+                with contextlib.suppress(StoreError):
+                    await asyncio.to_thread(prune_events, self.store, self.event_retention)
+            if self.transcript_retention_days:
+                cutoff = datetime.now(UTC) - timedelta(days=self.transcript_retention_days)
+                with contextlib.suppress(StoreError):
+                    await asyncio.to_thread(prune_transcripts, self.store, started_before=cutoff)
             await asyncio.sleep(self.retention_interval_s)
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _find(self, loop_id: str) -> tuple[LoopRecord, _Running | None]:
-        loop = self.store.get_loop(loop_id)
+    async def _find(self, loop_id: str) -> tuple[LoopRecord, _Running | None]:
+        loop = await self._stored(self.store.get_loop, loop_id)
         return loop, self._running.get(loop.id)
 
     @staticmethod
@@ -419,7 +458,7 @@ class LoopManager:
             and not runner_alive(loop)
         )
 
-    def _settle_or_ask(
+    async def _settle_or_ask(
         self, loop: LoopRecord, status: LoopStatus, signal: ExternalSignal
     ) -> LoopRecord:
         """A loop run elsewhere is asked by its sentinel; any other is changed here."""
@@ -428,9 +467,9 @@ class LoopManager:
             return loop
         with contextlib.suppress(ValueError):
             self._queue.remove(loop.id)
-        return self._settle(loop, status, f"{signal} requested")
+        return await self._settle(loop, status, f"{signal} requested")
 
-    def _settle(
+    async def _settle(
         self,
         loop: LoopRecord,
         status: LoopStatus,
@@ -438,85 +477,25 @@ class LoopManager:
         *,
         why: StopReason = StopReason.USER_STOP,
     ) -> LoopRecord:
-        settled, events = settle(self.store, loop, status, detail, why=why)
-        for event in events:
-            self._bus.publish(event)
+        settled, _events = await storethread.submit_delivering(
+            self.store,
+            lambda done: self._emit_all(done[1]),
+            settle,
+            self.store,
+            loop,
+            status,
+            detail,
+            why=why,
+        )
         return settled
 
     def _check_open(self) -> None:
         if self._closing:
-            raise RuntimeError("the loop manager is shutting down")
+            raise ManagerClosing("the loop manager is shutting down")
 
-    def _check_spec(self, spec: LoopSpec) -> tuple[Path, str, AgentAdapter]:
-        if spec.mode not in MODES:
-            raise InvalidSpec(f"mode {spec.mode!r}: use fresh or hook")
-        if spec.mode == "hook":
-            try:
-                check(spec.config, {})
-            except HookModeError as exc:
-                raise InvalidSpec(str(exc)) from None
-        workdir = spec.workdir.expanduser().resolve()
-        if not workdir.is_dir():
-            raise InvalidSpec(f"work dir {spec.workdir} is not a directory")
-        if not spec.task.strip():
-            raise InvalidSpec("the task is empty")
-        task = render_workflow(spec.workflow, spec.task) if spec.workflow else spec.task
-        adapter = self._adapter(spec.config)
-        try:
-            adapter.check_available()
-        except AgentUnavailable as exc:
-            raise InvalidSpec(str(exc)) from None
-        return workdir, task, adapter
-
-    def _check_free(self, workdir: Path, loop_id: str | None = None) -> None:
-        other = active_loop_in(self.store, workdir, loop_id)
-        if other is not None:
-            raise LoopAlreadyExists(
-                f"loop {other.id} ({other.status}) already works in {workdir}: stop it, "
-                "wait for it to end, or give the new loop a git worktree of its own"
-            )
-
-    def _prepare(self, loop: LoopRecord) -> _Plan:
-        """How to run the stored loop; InvalidSpec if its configuration, agent or (hook mode)
-        session is unusable."""
-        try:
-            config = resolve_loop_config(Path(loop.workdir), base=loop.config).config
-        except ConfigError as exc:
-            raise InvalidSpec(str(exc)) from None
-        if not Path(loop.workdir).is_dir():
-            raise InvalidSpec(f"the loop's work dir {loop.workdir} no longer exists")
-        if loop.mode != "hook":
-            return _Plan(config, self._adapter(config))
-        try:
-            return _Plan(config, self._adapter(config), session_of(loop))
-        except HookModeError as exc:
-            raise InvalidSpec(str(exc)) from None
-
-    def _arm(
-        self, loop_id: str, spec: LoopSpec, workdir: Path, task: str, adapter: AgentAdapter
-    ) -> tuple[LoopRecord, _Plan]:
-        """Store a new hook-mode loop with its session's tracker armed."""
-        name = spec.name or default_name(spec.task)
-        try:
-            ready = prepare(
-                self.store,
-                adapter,
-                task,
-                workdir,
-                spec.config,
-                name=name,
-                workflow=spec.workflow,
-                loop_id=loop_id,
-            )
-        except HookModeError as exc:
-            raise InvalidSpec(str(exc)) from None
-        return ready.loop, _Plan(spec.config, adapter, ready.session)
-
-    def _adapter(self, config: LoopConfig) -> AgentAdapter:
-        try:
-            return self._adapter_factory(config)
-        except ValueError as exc:
-            raise InvalidSpec(str(exc)) from None
+    def _prepare(self, loop: LoopRecord) -> LoopPlan:
+        """How to run the stored loop; InvalidSpec if it cannot run any more."""
+        return attach_session(resume_plan(loop, adapters=self._adapter_factory))
 
     def _full(self) -> bool:
         return len(self._running) >= self.max_concurrent or bool(self._queue)
@@ -527,91 +506,42 @@ class LoopManager:
             "queue this one, stop or pause another, or raise [loops] max_concurrent"
         )
 
-    def _publish(self, loop_id: str, event_type: EventType, data: dict[str, Any]) -> None:
-        self._bus.publish(self.store.append_event(loop_id, str(event_type), data))
+    def _emit(self, event: EventRecord) -> None:
+        """Log a stored event (``engine/eventlog``), then hand it to the subscribers."""
+        log_event(event)
+        if event.event_type == EventType.ITERATION_COMPLETED:
+            self._store_failures.pop(event.loop_id, None)
+        self._bus.publish(event)
+
+    def _emit_all(self, events: Iterable[EventRecord]) -> None:
+        for event in events:
+            self._emit(event)
+
+    async def _publish(self, loop_id: str, event_type: EventType, data: dict[str, Any]) -> None:
+        """Store the event; it is published from the store's thread (``engine/storethread``)."""
+        kind = str(event_type)
+        append = self.store.append_event
+        await storethread.submit_delivering(self.store, self._emit, append, loop_id, kind, data)
+
+    async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``call`` (a store call) run on the store's thread (``engine/storethread``)."""
+        return await storethread.run(self.store, call, *args, **kwargs)
 
 
 class _Relay:
-    """The runners' observer: publishes their stored events and notes when a loop began."""
+    """The runners' observer: emits their stored events and notes when a loop began."""
 
-    def __init__(self, bus: EventBus, running: _Running) -> None:
-        self._bus = bus
+    def __init__(self, emit: Callable[[EventRecord], None], running: _Running) -> None:
+        self._emit = emit
         self._running = running
 
     def on_event(self, event: EventRecord) -> None:
         if event.event_type in (EventType.STARTED, EventType.RESUMED):
             self._running.started.set()
-        self._bus.publish(event)
+        self._emit(event)
 
     def on_agent_event(self, iteration: int, event: AgentEvent) -> None:
         """The agent's live stream is not stored, so it is not published either."""
-
-
-def active_loop_in(store: Store, workdir: Path, except_id: str | None = None) -> LoopRecord | None:
-    """An active loop (other than ``except_id``) working in ``workdir``, if any."""
-    active = [s for s in LoopStatus if s.is_active]
-    found = store.list_loops(active, limit=2, workdir=str(workdir))
-    return next((loop for loop in found if loop.id != except_id), None)
-
-
-def loop_stats(store: Store) -> Stats:
-    """The seed's ``get_stats``: counts of active loops, totals over every loop."""
-    from ralphctl.store.metrics import totals
-
-    seen = totals(store)
-    by_status = seen.loops_by_status
-    return Stats(
-        total_active=sum(n for s, n in by_status.items() if LoopStatus(s).is_active),
-        running=by_status.get(LoopStatus.RUNNING, 0),
-        paused=by_status.get(LoopStatus.PAUSED, 0),
-        total_cost=seen.cost_usd,
-        total_iterations=sum(seen.iterations_by_status.values()),
-        total_tokens=seen.tokens["input"] + seen.tokens["output"],
-    )
-
-
-def default_adapter(config: LoopConfig) -> AgentAdapter:
-    """The registry's adapter for ``config.agent``; ValueError for an unknown one."""
-    from ralphctl.agents.registry import adapter_for
-
-    return adapter_for(config.agent, options={"script": config.script} if config.script else {})
-
-
-def workflow_layer(name: str) -> tuple[str, dict[str, Any]]:
-    """An installed workflow's loop settings, as ``resolve_loop_config(..., extra=...)``."""
-    flow = _workflow(name)
-    values = {
-        "completion_signal": flow.loop.completion_marker,
-        "max_iterations": flow.loop.max_iterations if flow.loop.enabled else 1,
-    }
-    return f"workflow {name}", values
-
-
-def render_workflow(name: str, task: str) -> str:
-    """The prompt an installed workflow makes of ``task``."""
-    return _workflow(name).render_prompt(task)
-
-
-def _workflow(name: str) -> Workflow:
-    from ralphctl.workflows.model import WorkflowError
-    from ralphctl.workflows.registry import resolve
-
-    try:
-        return resolve(name)
-    except WorkflowError as exc:
-        raise InvalidSpec(str(exc)) from None
-
-
-def _new_loop(loop_id: str, spec: LoopSpec, workdir: Path, task: str) -> LoopRecord:
-    return new_loop(
-        task,
-        workdir,
-        spec.config,
-        name=spec.name or default_name(spec.task),
-        mode=spec.mode,
-        workflow=spec.workflow,
-        loop_id=loop_id,
-    )
 
 
 def _created(loop: LoopRecord, queued: bool) -> dict[str, Any]:

@@ -1,4 +1,9 @@
-"""The prompt pipeline: the task plus the loop context an agent with a fresh context needs."""
+"""The prompt pipeline: the task plus the loop context an agent with a fresh context needs.
+
+A workflow's loop (docs/workflows.md) adds two things: its ``continueMessage`` opens the prompt
+from iteration 2 on, and its tracker file is named in every prompt, with how to declare
+completion there.
+"""
 
 from __future__ import annotations
 
@@ -31,12 +36,15 @@ class PromptContext:
     history: Sequence[PastIteration] = ()
     last_error: str | None = None
     notes: Sequence[str] = ()  # what the last iteration's analysis and gates ask for
+    tracker: str | None = None  # the loop's tracker file, as the agent should open it
+    continue_message: str | None = None  # opens the prompt from iteration 2 on
 
 
 def build_prompt(ctx: PromptContext) -> str:
     """Render one iteration's prompt. Deterministic: the same context gives the same text."""
     of_n = f" of at most {ctx.max_iterations}" if ctx.max_iterations else ""
-    parts = [
+    parts = [ctx.continue_message.strip(), ""] if ctx.continue_message and ctx.iteration > 1 else []
+    parts += [
         ctx.task.strip(),
         "",
         "---",
@@ -54,6 +62,8 @@ def build_prompt(ctx: PromptContext) -> str:
     if ctx.notes:
         parts += ["", "Notes on the previous iteration:"]
         parts += [f"- {_clip(note, ERROR_CHARS * 2)}" for note in ctx.notes]
+    if ctx.tracker:
+        parts += ["", *_tracker_instructions(ctx.tracker, ctx.marker)]
     parts += ["", *_marker_instructions(ctx.marker)]
     return "\n".join(parts) + "\n"
 
@@ -76,13 +86,16 @@ def _history_line(past: PastIteration) -> str:
     return f"- #{past.n} {past.status}, {past.duration_s:.0f}s: {summary}"
 
 
+def _tracker_instructions(tracker: str, marker: Marker) -> list[str]:
+    return [
+        f"Progress tracker: `{tracker}`. Read it first and keep it up to date: it is what the",
+        "next iteration will know of this one. When the whole task is done and verified, make",
+        f"its last line `{marker.signal}`; if you cannot go on, `{marker.blocked_signal}`.",
+    ]
+
+
 def _marker_instructions(marker: Marker) -> list[str]:
-    if marker.tagged:
-        done = f"<promise>{marker.text}</promise>"
-        blocked = "<promise>BLOCKED: <the reason></promise>"
-    else:
-        done = marker.text
-        blocked = "BLOCKED: <the reason>"
+    done, blocked = marker.signal, marker.blocked_signal
     return [
         f"When the whole task is done and verified, end your reply with the line `{done}`.",
         f"If you cannot continue without a human, end your reply with the line `{blocked}`.",

@@ -4,20 +4,22 @@ Loops left running, rate limited or pending with no live runner (the last manage
 shut down) get the agents of their unfinished iterations stopped (``engine/leftovers``), those
 iterations marked interrupted and their stale sentinels removed; then they are resumed in
 order (those that were running first, oldest first), or, with ``on_start = "leave_paused"``,
-paused (pending loops stay pending until resumed). A hook-mode loop whose session had begun
-cannot be entered again: it is stopped (``interrupted``) and its tracker deactivated. The
-sockets of hook-mode runners that died are removed.
+paused (pending loops stay pending until resumed). A hook-mode loop whose runner had begun
+its session cannot be entered again: it is stopped (``interrupted``) and its tracker
+deactivated. A loop armed through the plugin in a session ralphctl did not launch has no
+runner to lose: it is left as it is (its Stop hook drives it). The sockets of hook-mode
+runners that died are removed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ralphctl.domain.events import EventType
 from ralphctl.domain.states import LoopStatus, StopReason
-from ralphctl.engine.control import clear_sentinels, settle
+from ralphctl.engine.control import clear_sentinels, plugin_loop, settle
 from ralphctl.engine.hookmode.sockets import remove_stale
 from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
 from ralphctl.store.records import EventRecord, LoopRecord
@@ -44,8 +46,10 @@ def reconcile(store: Store, orphaned: Callable[[LoopRecord], bool], resume: bool
     """Tidy every orphaned loop and stale socket; return the loops to resume and the events
     recorded."""
     found = Reconciled(removed_sockets=remove_stale())
+    candidates = store.list_loops(ORPHAN_STATUSES)
     loops = sorted(
-        (loop for loop in store.list_loops(ORPHAN_STATUSES) if orphaned(loop)), key=resume_order
+        (loop for loop in candidates if not plugin_loop(loop) and orphaned(loop)),
+        key=resume_order,
     )
     leftovers = interrupt_leftovers(store, loops)
     for loop in loops:
@@ -69,12 +73,10 @@ def _tidy(
 ) -> LoopRecord:
     workdir = Path(loop.workdir)
     cleared = [str(s) for s in clear_sentinels(workdir)] if workdir.is_dir() else []
-    if leftovers.interrupted:
-        loop = store.save_loop(
-            replace(loop, iteration=max([loop.iteration, *leftovers.interrupted]))
-        )
-    if leftovers.interrupted or cleared:
-        parts = [leftovers.message()] if leftovers.interrupted else []
+    if leftovers.changed:
+        loop = store.save_loop(leftovers.applied_to(loop))
+    if leftovers.changed or cleared:
+        parts = [leftovers.message()] if leftovers.changed else []
         if cleared:
             parts.append(f"stale sentinel(s) removed: {', '.join(cleared)}")
         data = {

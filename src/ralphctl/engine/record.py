@@ -6,11 +6,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from ralphctl.agents import process
 from ralphctl.domain.analyzer import Signals
 from ralphctl.domain.events import EventType
 from ralphctl.domain.model import IterationResult
 from ralphctl.engine.assess import Assessment
 from ralphctl.engine.gates import to_json as gates_json
+from ralphctl.engine.transcript_writer import TranscriptSummary
 from ralphctl.store.records import IterationRecord, LoopRecord
 
 SUMMARY_CHARS = 200
@@ -51,7 +53,7 @@ def finished_iteration(
         error_message=result.error_message if result.is_error else None,
         output_summary=summary(result),
         files_changed=None if assessment is None else int(assessment.progressed),
-        agent_session_id=result.session_id,
+        agent_session_id=result.session_id or started.agent_session_id,
         num_turns=result.num_turns,
         permission_denials=[
             {"tool_name": d.tool_name, "tool_use_id": d.tool_use_id, "detail": d.detail}
@@ -134,6 +136,29 @@ def iteration_events(
     return [(str(kind), data) for kind, data in events]
 
 
+def output_events(
+    n: int, result: IterationResult, transcript: TranscriptSummary | None
+) -> list[Event]:
+    """Warnings about the agent's output: lines too long to parse, an incomplete transcript."""
+    events: list[Event] = []
+    if result.oversized_lines:
+        message = (
+            f"{result.oversized_lines} output line(s) longer than "
+            f"{_size(process.MAX_PARSED_LINE_BYTES)} were not parsed (the transcript keeps "
+            "them whole)"
+        )
+        events.append((str(EventType.WARNING), {"iteration": n, "message": message}))
+    problem = transcript.problem() if transcript is not None else None
+    if problem is not None:
+        events.append((str(EventType.WARNING), {"iteration": n, "message": problem}))
+    return events
+
+
+def _size(n: int) -> str:
+    mib = 1024 * 1024
+    return f"{n // mib} MiB" if n % mib == 0 else f"{n:,} bytes"
+
+
 def error_type(result: IterationResult) -> str:
     if result.timed_out:
         return "timeout"
@@ -155,6 +180,7 @@ def error_context(result: IterationResult, retry: int) -> dict[str, Any]:
         "stderr_tail": result.stderr_tail[-4000:],
         "output_tail": result.final_text[-2000:],
         "unparsed_lines": result.unparsed_lines,
+        "oversized_lines": result.oversized_lines,
         "timed_out": result.timed_out,
         "retry": retry,
     }

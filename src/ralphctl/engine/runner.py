@@ -1,13 +1,18 @@
 """The fresh-context loop: prompt, run the agent, record, ask the brain, cool down, repeat.
 
 Everything needed to continue is committed to the store before the next iteration starts, so
-a crash at any moment loses at most the running iteration (marked interrupted on resume).
+a crash at any moment loses at most the running iteration (marked interrupted on resume). An
+iteration's start or record the store refuses is kept in the loop's journal
+(``engine/unrecorded``) before the run ends, and recorded when the loop is next taken over.
+Store calls run on the store's thread and are awaited (``engine/storethread``): under
+``ralphctl serve`` the event loop, shared by every loop and the API, never waits on the database.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import time
@@ -17,10 +22,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from ralphctl.agents.base import AgentAdapter, AgentUnavailable
-from ralphctl.agents.events import AgentEvent
+from ralphctl.agents.events import AgentEvent, Finished
 from ralphctl.agents.process import run_agent
 from ralphctl.domain.backoff import backoff_delay
 from ralphctl.domain.breaker import (
@@ -43,15 +48,18 @@ from ralphctl.domain.conditions import (
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.events import EventType
+from ralphctl.domain.markers import Detection, first_declaration
 from ralphctl.domain.model import IterationResult, TokenUsage
 from ralphctl.domain.states import LoopStatus, StopReason, transition
 from ralphctl.domain.stoprules import Totals
 from ralphctl.domain.usage_limits import usage_warning
+from ralphctl.engine import storethread
 from ralphctl.engine.assess import Assessment, assess, completion_claim
-from ralphctl.engine.checkpoint import create_checkpoint, is_git_work_tree
+from ralphctl.engine.checkpoint import create_checkpoint
+from ralphctl.engine.fresh_tracker import FreshTracker, TrackerUnreadable
 from ralphctl.engine.gates import GateResult, run_gates
 from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
-from ralphctl.engine.progress import fingerprint
+from ralphctl.engine.progress import ProgressProbe
 from ralphctl.engine.prompt import PastIteration, PromptContext, build_prompt
 from ralphctl.engine.ratelimit import calls_wait
 from ralphctl.engine.record import (
@@ -61,18 +69,27 @@ from ralphctl.engine.record import (
     finished_iteration,
     iteration_events,
     loop_totals,
+    output_events,
 )
-from ralphctl.engine.request import agent_request
+from ralphctl.engine.request import agent_request, ignored_settings
 from ralphctl.engine.sentinels import read_sentinel
 from ralphctl.engine.statefile import StateWriter, check_state_file, render_state
+from ralphctl.engine.transcript_writer import TranscriptRecorder, TranscriptSummary
+from ralphctl.engine.unrecorded import has_journal, keep
+from ralphctl.store.errors import StoreError
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 
 if TYPE_CHECKING:
     from ralphctl.store.repository import Store
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
 MIN_ITERATION_TIMEOUT_S = 1.0
 WAIT_POLL_S = 1.0  # how often a long wait looks for a stop or pause request
 INTERRUPTED = Decision(Action.STOP, StopReason.INTERRUPTED, "interrupted")
+
+log = logging.getLogger(__name__)
 
 
 class LoopObserver(Protocol):
@@ -117,13 +134,14 @@ class RunControl:
 
 @dataclass
 class _Start:
-    """An iteration about to run. It is recorded (``begun``) once its agent has started, so
-    the record carries the agent's pid; ``recordable`` once the loop itself is stored."""
+    """An iteration about to run. It is recorded (``begun``: the write, queued on the store's
+    thread) once its agent has started, so the record carries the agent's pid; ``recordable``
+    once the loop itself is stored."""
 
     record: IterationRecord
     recordable: bool
     spawned: bool = False
-    begun: bool = False
+    begun: asyncio.Future[EventRecord] | None = None
 
 
 class LoopRunner:
@@ -156,7 +174,7 @@ class LoopRunner:
         self.external = external or (lambda: read_sentinel(self.workdir))
         self._history: list[IterationRecord] = []
         self._checkpoints = config.checkpoint_interval > 0
-        self._git = False  # whether the work dir is a git work tree: known once the loop begins
+        self._git: bool | None = None  # is the work dir a git work tree (None: not known yet)
         self._breaker = breaker_from_dict(loop.breaker_state or {})
         self._notes: tuple[str, ...] = ()
         self._parked_until: datetime | None = None
@@ -165,6 +183,9 @@ class LoopRunner:
         self._runtime_base = loop.runtime_s
         self._segment_start = time.monotonic()
         self._state = StateWriter(self.workdir, self._state_failed)
+        self._progress = ProgressProbe(self.workdir)
+        self._tracker = FreshTracker(self.workdir, loop.id) if config.tracker_template else None
+        self._tracker_problem: str | None = None
 
     @property
     def stored(self) -> bool:
@@ -182,12 +203,13 @@ class LoopRunner:
             return await self._run()
         finally:
             await self._state.flush()  # .ralph/state.json shows the end once the run returns
+            self._progress.close()
 
     async def _run(self) -> LoopRecord:
         if self.stored:
             await self._begin()
         else:
-            self._git = await is_git_work_tree(self.workdir)
+            self._git = await self._progress.is_work_tree()
         while True:
             external = self.external() if self.stored else None  # also between iterations
             decision = evaluate(self._totals(), self.config.budgets, external=external)
@@ -228,7 +250,7 @@ class LoopRunner:
             self._breaker = verdict.state
             if verdict.action is BreakerAction.TRIP:
                 return Decision(Action.STOP, StopReason.CIRCUIT_BREAKER, verdict.reason)
-            wait = self._next_wait(verdict)
+            wait = await self._next_wait(verdict)
             if wait is None:
                 return CONTINUE
             until, reason, status = wait
@@ -236,7 +258,7 @@ class LoopRunner:
             if ended is not None:
                 return ended
 
-    def _next_wait(self, verdict: Verdict) -> tuple[datetime, str, LoopStatus] | None:
+    async def _next_wait(self, verdict: Verdict) -> tuple[datetime, str, LoopStatus] | None:
         if verdict.action is BreakerAction.WAIT and verdict.until is not None:
             until = datetime.fromtimestamp(verdict.until, UTC)
             return until, f"circuit breaker open: {verdict.reason}", LoopStatus.RUNNING
@@ -244,7 +266,8 @@ class LoopRunner:
             return self._parked_until, self._parked_reason, LoopStatus.RATE_LIMITED
         if not self.stored:
             return None
-        calls = calls_wait(
+        calls = await self._stored(
+            calls_wait,
             self.store,
             self.loop.id,
             per_loop=self.config.max_calls_per_hour,
@@ -259,12 +282,14 @@ class LoopRunner:
 
     async def _wait(self, until: datetime, reason: str, status: LoopStatus) -> Decision | None:
         """Park until ``until`` (persisted, so a restart keeps waiting); None once it is over."""
+        self._progress.forget()  # the user may work meanwhile: that is not the agent's progress
         if status is not self.loop.status:
             transition(self.loop.status, status)
-        self.loop = self.store.save_loop(
-            replace(self.loop, status=status, rate_limited_until=until, stop_detail=reason)
+        self.loop = await self._stored(
+            self.store.save_loop,
+            replace(self.loop, status=status, rate_limited_until=until, stop_detail=reason),
         )
-        self._publish(
+        await self._publish(
             EventType.WAITING, {"until": until.isoformat(), "reason": reason, "status": status}
         )
         ended: Decision | None = None
@@ -279,28 +304,42 @@ class LoopRunner:
         if self.loop.status is not LoopStatus.RUNNING:
             transition(self.loop.status, LoopStatus.RUNNING)
         self._parked_until = None
-        self.loop = self.store.save_loop(
-            replace(self.loop, status=LoopStatus.RUNNING, rate_limited_until=None, stop_detail=None)
+        self.loop = await self._stored(
+            self.store.save_loop,
+            replace(
+                self.loop, status=LoopStatus.RUNNING, rate_limited_until=None, stop_detail=None
+            ),
         )
         return ended
 
     # -- one iteration -------------------------------------------------------------------
 
     async def _iteration(self, n: int) -> tuple[IterationResult, Assessment]:
+        self._make_tracker()
         prompt = self._prompt(n)
-        before = await fingerprint(self.workdir) if self._git else None
-        start = _Start(IterationRecord(loop_id=self.loop.id, n=n, started_at=_now()), self.stored)
-        agent = asyncio.create_task(self._run_agent(n, prompt, start))
-        if not self.stored:
-            await self._store_new_loop(start, agent)
+        before = await self._progress.before() if self._git else None
+        # The session id is recorded with the start: what the agent itself kept of a run whose
+        # runner died can then be found (engine/usage_recovery).
+        session_id = str(uuid.uuid4())
+        started = IterationRecord(self.loop.id, n, _now(), agent_session_id=session_id)
+        start = _Start(started, self.stored)
+        transcript = TranscriptRecorder(self.loop.id, n, self._store)
+        agent = asyncio.create_task(self._run_agent(n, prompt, session_id, start, transcript))
         try:
+            if not self.stored:
+                await self._store_new_loop(start, agent)
+                transcript.attach(self.store)
             result = await agent
         except AgentUnavailable as exc:
             self._begin_iteration(start)
             failed = IterationResult(is_error=True, error_message=str(exc))
-            self._record(start.record, failed, None)
+            await self._record(start, failed, None)
             raise
+        finally:
+            recorded = await transcript.close()
         detection = completion_claim(result, self.config.marker, prompt)
+        if self._tracker is not None and not result.is_error:
+            detection = first_declaration(detection, await self._tracker_declaration(n))
         gates: list[GateResult] = []
         if detection.completed and self.config.gates and not result.interrupted:
             gates = await run_gates(
@@ -311,7 +350,7 @@ class LoopRunner:
             )
         changed = None
         if before is not None:
-            changed = await fingerprint(self.workdir) != before
+            changed = await self._progress.after() != before
         assessment = assess(
             n,
             result,
@@ -325,7 +364,7 @@ class LoopRunner:
             usage_limit_wait=self.config.usage_limit_wait,
             now=time.time(),
         )
-        self._record(start.record, result, assessment)
+        await self._record(start, result, assessment, recorded)
         interval = self.config.checkpoint_interval
         if self._checkpoints and n % interval == 0 and not result.interrupted:
             await self._checkpoint(n)
@@ -340,19 +379,34 @@ class LoopRunner:
             self._begin_iteration(start)
 
     def _begin_iteration(self, start: _Start) -> None:
-        """Record that the iteration started (once)."""
-        if start.begun:
+        """Record that the iteration started (once). Called back when the agent starts, so the
+        write is queued, not awaited: what is written later still comes after it, and its
+        event is published before theirs (``_record`` awaits it)."""
+        if start.begun is not None:
             return
-        self.store.begin_iteration(start.record)
-        start.begun = True
-        self._publish(EventType.ITERATION_STARTED, {"iteration": start.record.n})
+        start.begun = storethread.submit_delivering(
+            self.store, self._deliver_one, self._store_start, start.record
+        )
+        start.begun.add_done_callback(lambda begun: self._start_unstored(start.record, begun))
+
+    def _store_start(self, record: IterationRecord) -> EventRecord:
+        """On the store's thread: the iteration's start and its event."""
+        self.store.begin_iteration(record)
+        data = {"iteration": record.n}
+        return self.store.append_event(self.loop.id, str(EventType.ITERATION_STARTED), data)
+
+    def _start_unstored(self, record: IterationRecord, begun: asyncio.Future[EventRecord]) -> None:
+        """A start the store refused is kept, so that the iteration gets a record even if this
+        runner dies now (its event, once stored, was published from the store's thread)."""
+        if not begun.cancelled() and begun.exception() is not None:
+            keep(self.workdir, record, [_started_event(record.n)])
 
     async def _store_new_loop(self, start: _Start, agent: asyncio.Task[IterationResult]) -> None:
         """Open the store in a worker thread while the first agent runs; record the start."""
         assert self._open_store is not None
         try:
             self._store = await asyncio.to_thread(self._open_store)
-            self.loop = self.store.create_loop(self.loop)
+            self.loop = await self._stored(self.store.create_loop, self.loop)
             self._open_store = None
             await self._begin()
             start.recordable = True
@@ -364,13 +418,15 @@ class LoopRunner:
                 await agent
             raise
 
-    async def _run_agent(self, n: int, prompt: str, start: _Start) -> IterationResult:
+    async def _run_agent(
+        self, n: int, prompt: str, session_id: str, start: _Start, transcript: TranscriptRecorder
+    ) -> IterationResult:
         request = agent_request(
             self.config,
             prompt=prompt,
             workdir=self.workdir,
             iteration=n,
-            session_id=str(uuid.uuid4()),
+            session_id=session_id,
             remaining_cost_usd=remaining(self._totals(), self.config.budgets).cost_usd,
         )
         command = self.adapter.build_command(request)
@@ -383,25 +439,37 @@ class LoopRunner:
             self.adapter.new_parser(),
             cwd=self.workdir,
             timeout=self._iteration_timeout(),
-            on_event=lambda event: self._agent_event(n, event),
+            on_event=lambda event: self._agent_event(n, event, transcript),
             on_spawn=lambda pid, at: self._spawned(start, pid, at),
+            on_output=transcript.write,
             interrupt=self.control.interrupt,
             force=self.control.force,
         )
 
     async def _checkpoint(self, n: int) -> None:
         outcome = await create_checkpoint(self.workdir, n, branch=self.config.checkpoint_branch)
+        if not outcome.skipped:
+            self._progress.committed()  # the user's git hooks, if any, may have edited files
         if outcome.sha:
-            self.store.add_checkpoint(self.loop.id, n, outcome.sha, self._summary())
-            self._publish(EventType.CHECKPOINT_CREATED, {"iteration": n, "commit_sha": outcome.sha})
+            await self._stored(
+                self.store.add_checkpoint, self.loop.id, n, outcome.sha, self._summary()
+            )
+            data = {"iteration": n, "commit_sha": outcome.sha}
+            await self._publish(EventType.CHECKPOINT_CREATED, data)
         elif outcome.error:
-            self.store.add_error(self.loop.id, n, "checkpoint", outcome.error, {})
-            self._publish(EventType.ERROR, {"iteration": n, "message": outcome.error})
+            await self._stored(
+                self.store.add_error, self.loop.id, n, "checkpoint", outcome.error, {}
+            )
+            await self._publish(EventType.ERROR, {"iteration": n, "message": outcome.error})
 
-    def _record(
-        self, started: IterationRecord, result: IterationResult, assessment: Assessment | None
+    async def _record(
+        self,
+        start: _Start,
+        result: IterationResult,
+        assessment: Assessment | None,
+        transcript: TranscriptSummary | None = None,
     ) -> None:
-        done = finished_iteration(started, result, assessment)
+        done = finished_iteration(start.record, result, assessment)
         was_open = self._breaker.status is BreakerStatus.OPEN
         if assessment is not None:
             self._breaker = assessment.breaker
@@ -412,16 +480,26 @@ class LoopRunner:
         self.loop = loop_totals(
             self.loop, done, runtime_s=self._runtime(), breaker=breaker_to_dict(self._breaker)
         )
-        if done.status in ("error", "timeout"):
-            context = error_context(result, retry=self.loop.consecutive_errors)
-            self.store.add_error(
-                self.loop.id, done.n, error_type(result), error_text(done), context
-            )
         events = iteration_events(done, result, self.loop, self.config.permission_mode)
         events += self._guard_events(done, result, assessment, was_open)
-        stored = self.store.complete_iteration(done, self.loop, events)
+        events += output_events(done.n, result, transcript)
+        begun = start.begun
+        try:
+            if begun is not None:
+                await begun
+            if done.status in ("error", "timeout"):
+                context = error_context(result, retry=self.loop.consecutive_errors)
+                kind, text = error_type(result), error_text(done)
+                await self._stored(self.store.add_error, self.loop.id, done.n, kind, text, context)
+            await storethread.submit_delivering(
+                self.store, self._deliver, self.store.complete_iteration, done, self.loop, events
+            )
+        except StoreError:  # the run ends here; what the agent spent is kept for the next one
+            if begun is None or begun.exception() is not None:
+                events = [_started_event(done.n), *events]
+            await asyncio.to_thread(keep, self.workdir, done, events)
+            raise
         self._history.append(done)
-        self._deliver(stored)
         self._write_state()
 
     def _guard_events(
@@ -473,42 +551,56 @@ class LoopRunner:
         if self.loop.status is not LoopStatus.RUNNING:
             transition(self.loop.status, LoopStatus.RUNNING)
         self.loop = replace(
-            self.loop,
+            leftovers.applied_to(self.loop),
             status=LoopStatus.RUNNING,
             stop_reason=None,
             stop_detail=None,
             ended_at=None,
-            iteration=max([self.loop.iteration, *leftovers.interrupted]),
             started_at=self.loop.started_at or _now(),
             runner_pid=os.getpid(),
             runner_host=socket.gethostname(),
             breaker_state=breaker_to_dict(self._breaker),
         )
-        self.loop = self.store.save_loop(self.loop)
-        self._history = self.store.iterations(self.loop.id)
+        self.loop = await self._stored(self.store.save_loop, self.loop)
+        self._history = await self._stored(self.store.iterations, self.loop.id)
         data: dict[str, Any] = {"iteration": self.loop.iteration, "config": self.config.to_json()}
         if leftovers.interrupted:
             data["interrupted_iterations"] = leftovers.interrupted
-        self._publish(EventType.RESUMED if resumed else EventType.STARTED, data)
-        if leftovers.agents:
+        await self._publish(EventType.RESUMED if resumed else EventType.STARTED, data)
+        if leftovers.changed:  # one warning
             agents = [agent.data() for agent in leftovers.agents]
-            self._publish(EventType.WARNING, {"message": leftovers.message(), "agents": agents})
+            data = {"message": leftovers.message(), "agents": agents}
+            await self._publish(EventType.WARNING, data)
+        for message in ignored_settings(self.config, self.adapter):
+            await self._publish(EventType.WARNING, {"message": message})
         problem = check_state_file(self.workdir)
         if problem:
-            self._publish(EventType.WARNING, {"message": problem})
+            await self._publish(EventType.WARNING, {"message": problem})
+        problem = await asyncio.to_thread(self._apply_retention)
+        if problem:
+            await self._publish(EventType.WARNING, {"message": problem})
         self._write_state()
-        self._git = await is_git_work_tree(self.workdir)
+        if self._git is None:  # a fresh loop looked before its first agent
+            self._git = await self._progress.is_work_tree()
         if self.config.checkpoint_interval and not self._git:
             self._checkpoints = False
-            self._publish(
+            await self._publish(
                 EventType.WARNING,
                 {"message": f"{self.workdir} is not a git work tree: checkpoints are off"},
             )
 
+    def _apply_retention(self) -> str | None:
+        # Imported here: it imports the store's SQLAlchemy queries, which a new loop's runner
+        # imports only once its first agent runs (start-up budget).
+        from ralphctl.engine.transcript_retention import apply_transcript_retention
+
+        return apply_transcript_retention(self.store, self.workdir)
+
     async def _leftovers(self) -> Leftovers:
         """Iterations a runner that died left running: their agents stopped (off the event
         loop: that takes a moment), then marked interrupted."""
-        if not self.store.running_iterations(self.loop.id):
+        kept = has_journal(self.workdir, self.loop.id)
+        if not kept and not await self._stored(self.store.running_iterations, self.loop.id):
             return Leftovers()
         found = await asyncio.to_thread(interrupt_leftovers, self.store, [self.loop])
         return found[self.loop.id]
@@ -537,17 +629,19 @@ class LoopRunner:
                 runner_pid=None,
             )
         )
-        self._publish(
+        await self._publish(
             EventType.STATE_CHANGED,
             {"status": str(status), "reason": reason and str(reason), "detail": decision.detail},
         )
-        self._publish(_END_EVENT[status], {"reason": reason and str(reason), **self._summary()})
+        summary = {"reason": reason and str(reason), **self._summary()}
+        await self._publish(_END_EVENT[status], summary)
         return self.loop
 
     async def _suspend(self) -> LoopRecord:
         """Leave the loop active with no runner: the next runner continues where it stands."""
         await self._settle_state(replace(self.loop, runtime_s=self._runtime(), runner_pid=None))
-        self._publish(EventType.SUSPENDED, {"status": str(self.loop.status), **self._summary()})
+        data = {"status": str(self.loop.status), **self._summary()}
+        await self._publish(EventType.SUSPENDED, data)
         return self.loop
 
     async def _settle_state(self, ended: LoopRecord) -> None:
@@ -556,7 +650,7 @@ class LoopRunner:
         self.loop = ended
         self._write_state()
         await self._state.flush()
-        self.loop = self.store.save_loop(ended)
+        self.loop = await self._stored(self.store.save_loop, ended)
 
     def _pause_after(self, result: IterationResult) -> float:
         """The cooldown, stretched after errors: 2^n seconds (capped) for the n-th in a row."""
@@ -584,6 +678,31 @@ class LoopRunner:
 
     # -- helpers -------------------------------------------------------------------------
 
+    def _make_tracker(self) -> None:
+        """Create the loop's tracker from its template if it has none yet (a resumed loop
+        keeps its own). A failure is told once the iteration is recorded."""
+        if self._tracker is None or self.config.tracker_template is None:
+            return
+        try:
+            self._tracker.create(self.config.tracker_template)
+        except OSError as exc:
+            self._tracker_problem = f"cannot create {self._tracker.relative}: {exc}"
+
+    async def _tracker_declaration(self, n: int) -> Detection | None:
+        """What the loop's tracker declares after iteration ``n`` (a warning if unreadable)."""
+        assert self._tracker is not None
+        problem, self._tracker_problem = self._tracker_problem, None
+        declared = None
+        try:
+            declared = self._tracker.declaration(self.config.marker)
+        except TrackerUnreadable as exc:
+            problem = str(exc)
+        if problem:
+            await self._publish(
+                EventType.WARNING, {"iteration": n, "message": f"tracker: {problem}"}
+            )
+        return declared
+
     def _prompt(self, n: int) -> str:
         last = self._history[-1] if self._history else None
         return build_prompt(
@@ -599,6 +718,8 @@ class LoopRunner:
                 ],
                 last_error=last.error_message if last and last.status != "ok" else None,
                 notes=self._notes,
+                tracker=None if self._tracker is None else self._tracker.relative,
+                continue_message=self.config.continue_message,
             )
         )
 
@@ -635,15 +756,29 @@ class LoopRunner:
             "runtime_s": round(self.loop.runtime_s, 3),
         }
 
-    def _publish(self, event_type: EventType, data: dict[str, Any]) -> None:
-        self._deliver([self.store.append_event(self.loop.id, str(event_type), data)])
+    async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``call`` (a store call) run on the store's thread: the event loop never waits on
+        the database (``engine/storethread``)."""
+        return await storethread.run(self.store, call, *args, **kwargs)
+
+    async def _publish(self, event_type: EventType, data: dict[str, Any]) -> None:
+        """Store the event; it is published from the store's thread (``engine/storethread``)."""
+        kind, append = str(event_type), self.store.append_event
+        await storethread.submit_delivering(
+            self.store, self._deliver_one, append, self.loop.id, kind, data
+        )
 
     def _deliver(self, stored: list[EventRecord]) -> None:
         if self.observer:
             for record in stored:
                 self.observer.on_event(record)
 
-    def _agent_event(self, n: int, event: AgentEvent) -> None:
+    def _deliver_one(self, stored: EventRecord) -> None:
+        self._deliver([stored])
+
+    def _agent_event(self, n: int, event: AgentEvent, transcript: TranscriptRecorder) -> None:
+        if isinstance(event, Finished):  # written at once: what the agent reported survives a kill
+            transcript.flush()
         if self.observer:
             self.observer.on_agent_event(n, event)
 
@@ -651,8 +786,19 @@ class LoopRunner:
         self._state.submit(render_state(self.loop, self._history))
 
     def _state_failed(self, exc: OSError) -> None:
-        message = f"cannot write .ralph/state.json: {exc.strerror or exc}"
-        self._publish(EventType.WARNING, {"message": message})
+        """Called back by the state writer: the warning is queued, published once stored."""
+        data = {"message": f"cannot write .ralph/state.json: {exc.strerror or exc}"}
+        kind, append = str(EventType.WARNING), self.store.append_event
+        stored = storethread.submit_delivering(
+            self.store, self._deliver_one, append, self.loop.id, kind, data
+        )
+        stored.add_done_callback(self._warning_unstored)
+
+    def _warning_unstored(self, stored: asyncio.Future[EventRecord]) -> None:
+        try:
+            stored.result()
+        except StoreError as exc:  # the next write of the loop meets the failure too
+            log.warning("loop %s: cannot record a warning: %s", self.loop.id, exc)
 
 
 _END_EVENT = {
@@ -666,3 +812,7 @@ _END_EVENT = {
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _started_event(n: int) -> tuple[str, dict[str, Any]]:
+    return str(EventType.ITERATION_STARTED), {"iteration": n}

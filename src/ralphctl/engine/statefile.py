@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ralphctl.atomic import write_atomic
 from ralphctl.store.records import IterationRecord, LoopRecord
 
 STATE_VERSION = 1
@@ -76,20 +75,10 @@ def render_state(loop: LoopRecord, iterations: Sequence[IterationRecord]) -> dic
 
 
 def write_state(workdir: Path, document: dict[str, Any]) -> None:
-    """Write atomically: a temp file in the same directory, fsync, then rename over."""
-    target = state_path(workdir)
-    directory = ralph_dir(workdir)
-    fd, tmp = tempfile.mkstemp(prefix=".state.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Replace the work dir's state file atomically (``ralphctl.atomic``)."""
+    ralph_dir(workdir)
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    write_atomic(state_path(workdir), text)
 
 
 class StateWriter:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ralphctl.domain import defaults
+from ralphctl.domain import defaults, numbers
 from ralphctl.domain.markers import Marker, detect_in_tracker, parse_marker
+from ralphctl.domain.money import format_usd
 from ralphctl.hook import paths
 from ralphctl.hook.clock import iso
 from ralphctl.hook.frontmatter import Scalar
@@ -57,7 +59,7 @@ class Armed:
             else "no runtime limit",
         ]
         if self.max_cost_usd is not None:
-            bounds.append(f"${self.max_cost_usd:g} cost")
+            bounds.append(f"{format_usd(self.max_cost_usd)} cost")
         lines = [
             f"Ralph loop armed {who}.",
             f"Tracker: {self.path}",
@@ -71,7 +73,8 @@ class Armed:
             "progress notes in the tracker. When the task is completely done, and only then,",
             "end your final message with this exact line:",
             self.marker.signal,
-            "If you cannot go on, end it with: <promise>BLOCKED: the reason</promise>",
+            f"If you cannot go on, end it with: <{self.marker.tag}>BLOCKED: the reason"
+            f"</{self.marker.tag}>",
         ]
         return "\n".join(lines)
 
@@ -137,18 +140,10 @@ def arm(
         "ended_reason": None,
         "ended_at": None,
     }
-    paths.ralph_dir(project)
-    archived = None
-    if session_id is None:
-        path = os.path.join(paths.pending_dir(project), f"{token}.md")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write(path, fields, body)
-    else:
-        path = paths.tracker_path(project, session_id)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with FileLock(paths.lock_for(path)):
-            archived = _make_room(path, replace)
-            write(path, fields, body)
+    try:
+        path, archived = _write_tracker(project, session_id, token, fields, body, replace)
+    except paths.UnsafeDirectory as exc:
+        raise ArmError(str(exc)) from None
     return Armed(
         path=path,
         session_id=session_id,
@@ -160,6 +155,28 @@ def arm(
         task=task,
         archived=archived,
     )
+
+
+def _write_tracker(
+    project: str,
+    session_id: str | None,
+    token: str,
+    fields: dict[str, Scalar],
+    body: str,
+    replace: bool,
+) -> tuple[str, str | None]:
+    """Write the new tracker (pending without a session); returns it and any archived one.
+    UnsafeDirectory for a project no loop belongs in, or a symlinked ``.ralph`` directory."""
+    paths.check_project(project)
+    if session_id is None:
+        path = os.path.join(paths.make_pending_dir(project), f"{token}.md")
+        write(path, fields, body)
+        return path, None
+    path = os.path.join(paths.make_session_dir(project, session_id), paths.TRACKER_NAME)
+    with FileLock(paths.lock_for(path)):
+        archived = _make_room(path, replace)
+        write(path, fields, body)
+    return path, archived
 
 
 def _duration(seconds: float) -> str:
@@ -176,18 +193,34 @@ def _check_bounds(
     max_cost_usd: float | None,
     max_tokens: int | None,
 ) -> None:
-    if max_iterations is not None and max_iterations < 1:
+    """The bounds, checked as every other way in checks them (``ralphctl.domain.numbers``)."""
+    if max_iterations == 0:
         raise ArmError(
-            f"max iterations must be at least 1, not {max_iterations} "
+            "max iterations must be at least 1, not 0 "
             "(0 is not 'unlimited': say --unlimited if you mean it)"
         )
     if max_iterations is None and max_runtime_s is None:
         raise ArmError("an unlimited loop needs a runtime limit (--max-runtime)")
-    for name, value in (("max runtime", max_runtime_s), ("max cost", max_cost_usd)):
-        if value is not None and not 0 < value < float("inf"):
-            raise ArmError(f"{name} must be a positive number, not {value}")
-    if max_tokens is not None and max_tokens < 1:
-        raise ArmError(f"max tokens must be at least 1, not {max_tokens}")
+    checks: tuple[tuple[str, object, Callable[[object], object]], ...] = (
+        ("max iterations", max_iterations, _whole),
+        ("max runtime", max_runtime_s, _runtime),
+        ("max cost", max_cost_usd, numbers.cost),
+        ("max tokens", max_tokens, _whole),
+    )
+    for name, value, check in checks:
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise ArmError(f"{name}: {exc}") from None
+
+
+def _whole(value: object) -> int:
+    return numbers.whole(value, minimum=1)
+
+
+def _runtime(value: object) -> float:
+    return numbers.duration(value, allow_zero=False)
 
 
 def _make_room(path: str, replace: bool) -> str | None:

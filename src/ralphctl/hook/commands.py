@@ -81,7 +81,7 @@ def _status(argv: list[str]) -> int:
     if session is not None:  # this session's loop, finished or not
         shown = [info for info in loops if info.session_id == session]
     else:
-        shown = [info for info in loops if info.active]
+        shown = [info for info in loops if info.active or info.problem]
     print("\n".join(info.describe() for info in shown) if shown else control.NO_LOOP)
     return 0
 
@@ -125,7 +125,7 @@ def _signal(promise_text: str | None, signal: str | None) -> str:
 def _runtime(text: str | None) -> float | None:
     if text is None:
         return defaults.MAX_RUNTIME_S
-    from ralphctl.domain.config import parse_duration
+    from ralphctl.domain.numbers import parse_duration
 
     try:
         return parse_duration(text)

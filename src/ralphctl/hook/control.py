@@ -70,18 +70,26 @@ class Cancelled:
 
 
 def list_loops(project: str) -> list[LoopInfo]:
-    """Every current tracker of ``project``: sessions (not archived ones), pending, legacy."""
-    found = [
-        _info("session", os.path.join(paths.sessions_dir(project), name, paths.TRACKER_NAME))
-        for name in _names(paths.sessions_dir(project))
-        if paths.valid_session_id(name)
-    ]
-    pending = paths.pending_dir(project)
-    found += [
-        _info("pending", os.path.join(pending, name))
-        for name in _names(pending)
-        if name.endswith(".md") and not name.startswith(".")
-    ]
+    """Every current tracker of ``project``: sessions (not archived ones), pending, legacy.
+
+    A symlinked ``.ralph`` (or sessions, session or pending directory) is never followed: it
+    is listed as a problem."""
+    found: list[LoopInfo | None] = []
+    try:
+        sessions = paths.sessions_dir(project)
+        found += [
+            _info("session", os.path.join(paths.session_dir(project, name), paths.TRACKER_NAME))
+            for name in _names(sessions)
+            if paths.valid_session_id(name)
+        ]
+        pending = paths.pending_dir(project)
+        found += [
+            _info("pending", os.path.join(pending, name))
+            for name in _names(pending)
+            if name.endswith(".md") and not name.startswith(".")
+        ]
+    except paths.UnsafeDirectory as exc:
+        found.append(LoopInfo("session", os.path.join(project, paths.RALPH_DIR), problem=str(exc)))
     found.append(_info("legacy", paths.legacy_path(project)))
     return [info for info in found if info is not None]
 

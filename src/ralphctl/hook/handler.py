@@ -14,6 +14,7 @@ import time
 
 from ralphctl.hook import locate, paths
 from ralphctl.hook.log import warn
+from ralphctl.hook.stopinput import READ_TIMEOUT_S, parse, read
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,10 +49,12 @@ def main(argv: list[str]) -> int:
     without its answer the hook decides locally and leaves the history to the runner.
     """
     try:
-        raw = sys.stdin.buffer.read(READ_LIMIT)
+        raw, ended = read(sys.stdin.fileno(), READ_LIMIT)
     except BaseException as exc:  # no stdin at all: nothing to decide on
         warn(f"allowing the stop: cannot read stdin ({exc})", _project())
         return 0
+    if not ended:
+        warn(f"stdin was not closed within {READ_TIMEOUT_S:g}s: using what arrived", _project())
     history = True
     socket_path = os.environ.get(SOCKET_ENV)
     if socket_path:
@@ -133,13 +136,16 @@ class StopRun:
         ):
             return None, None
         from ralphctl.hook import mapper
-        from ralphctl.hook.stopinput import parse
 
         mapper.check(output_format)
         event = parse(raw)
         if event.hook_event_name is not None and event.hook_event_name not in EVENTS:
             return None, None
-        self.project = paths.project_dir(self.project, event.cwd)
+        try:
+            self.project = paths.project_dir(self.project, event.cwd)
+        except paths.UnsafeDirectory:
+            self.project = None  # no log there either
+            raise
         session = next(
             (s for s in (event.session_id, env_session) if paths.valid_session_id(s)), None
         )
@@ -147,6 +153,8 @@ class StopRun:
             raise HookError(f"no valid session_id in the Stop input ({event.session_id!r})")
         found = locate.find(self.project, session, event.transcript_path, self.now)
         if found is None:
+            if event.stop_hook_active and locate.vanished(self.project, session):
+                self._vanished(paths.tracker_path(self.project, session))
             return None, None
         decided = self._decide(found, event, session)
         if decided is None:
@@ -190,8 +198,17 @@ class StopRun:
             if not _text(fields.get("loop_id")):
                 fields["loop_id"] = new_loop_id()
             if not save_fields(found.path, fields, legacy=found.legacy):
-                return None  # deleted meanwhile: that is a cancel
+                if not found.legacy:  # deleting the plugin's state file is its cancel
+                    self._vanished(found.path)
+                return None
         return Decided(tracker, fields, outcome, state.iteration, final_text)
+
+    def _vanished(self, path: str) -> None:
+        warn(
+            f"the loop tracker {path} disappeared mid-loop (deleted?): the loop ends here; "
+            "arm a new one to go on",
+            self.project,
+        )
 
     def _record(self, decided: Decided, session: str, agent: str) -> StopRecord:
         from ralphctl.hook.record import StopRecord

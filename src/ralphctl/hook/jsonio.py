@@ -52,7 +52,38 @@ def _json_loads(text: str) -> object:
     return json.loads(text)
 
 
-def dumps(document: dict[str, str]) -> str:
-    """``json.dumps(document)`` for a flat object of strings (ASCII, ``", "`` and ``": "``)."""
-    fields = ", ".join(f"{_quote(key)}: {_quote(value)}" for key, value in document.items())
-    return "{" + fields + "}"
+def dumps(document: object) -> str:
+    """``json.dumps(document)`` (ASCII, ``", "`` and ``": "``) for dicts with text keys, lists,
+    text, numbers, booleans and None; TypeError for anything else."""
+    if isinstance(document, str):
+        return _quote(document)
+    if document is None:
+        return "null"
+    if document is True or document is False:
+        return "true" if document else "false"
+    if isinstance(document, int):
+        return int.__repr__(document)
+    if isinstance(document, float):
+        return _number(document)
+    if isinstance(document, dict):
+        fields = ", ".join(f"{_key(key)}: {dumps(value)}" for key, value in document.items())
+        return "{" + fields + "}"
+    if isinstance(document, list | tuple):
+        return "[" + ", ".join(dumps(item) for item in document) + "]"
+    raise TypeError(f"cannot write {type(document).__name__} as JSON")
+
+
+def _key(key: object) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"JSON object keys are text, not {type(key).__name__}")
+    return _quote(key)
+
+
+def _number(value: float) -> str:
+    import math  # only queued history records hold numbers, never a decision
+
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    return float.__repr__(value)

@@ -39,6 +39,7 @@ def might_apply(project: str, session_id: str) -> bool:
         return True  # let the full path report it
     return (
         (own is not None and is_active(own.fields))
+        or (own is None and vanished(project, session_id))
         or _has_pending(project)
         or (legacy is not None and legacy_applies(legacy.fields, session_id))
     )
@@ -53,6 +54,13 @@ def find(project: str, session_id: str, transcript_path: str | None, now: float)
     if claimed := claim_pending(project, session_id, transcript_path, now):
         return Found(claimed, paths.lock_for(claimed))
     return _legacy(project, session_id, now)
+
+
+def vanished(project: str, session_id: str) -> bool:
+    """The session's directory exists but its tracker does not: ralphctl never deletes a
+    tracker (it archives one only to write the next), so someone else did, mid-loop."""
+    tracker = paths.tracker_path(project, session_id)
+    return os.path.isdir(os.path.dirname(tracker)) and not os.path.lexists(tracker)
 
 
 def is_active(fields: dict[str, Scalar]) -> bool:
@@ -100,8 +108,7 @@ def claim_pending(
 
 
 def _claim(project: str, session_id: str, pending: str, now: float) -> str | None:
-    target = paths.tracker_path(project, session_id)
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+    target = os.path.join(paths.make_session_dir(project, session_id), paths.TRACKER_NAME)
     with FileLock(paths.lock_for(target)):
         current = load(target)
         if current is not None and is_active(current.fields):

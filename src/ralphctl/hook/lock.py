@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import time
 
+from ralphctl.hook.regular import open_regular
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
@@ -33,7 +35,7 @@ class FileLock:
     def __enter__(self) -> FileLock:
         import fcntl
 
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = open_regular(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
         deadline = time.monotonic() + self.timeout
         wait = _FIRST_WAIT_S
         while True:

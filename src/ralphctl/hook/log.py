@@ -1,4 +1,8 @@
-"""The hook's warnings: one line on stderr, and in a bounded ``.ralph/hook.log``."""
+"""The hook's warnings: one line on stderr, and in a bounded ``.ralph/hook.log``.
+
+The log is written only into a ``.ralph`` that already exists as a real directory (a loop
+was armed there): a warning never creates ``.ralph`` in whatever directory a Stop names.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,8 @@ import sys
 import time
 
 from ralphctl.hook.clock import iso
-from ralphctl.hook.paths import ralph_dir
+from ralphctl.hook.paths import existing_ralph_dir
+from ralphctl.hook.regular import open_regular
 
 LOG_NAME = "hook.log"
 #: The log is rotated once (to hook.log.1) when it grows past this.
@@ -23,10 +28,11 @@ def warn(message: str, project: str | None = None) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
-    if project is None:
+    directory = None if project is None else existing_ralph_dir(project)
+    if directory is None:
         return
     try:
-        _append(os.path.join(ralph_dir(project), LOG_NAME), f"{iso(time.time())} {line}\n")
+        _append(os.path.join(directory, LOG_NAME), f"{iso(time.time())} {line}\n")
     except OSError:
         pass
 
@@ -37,7 +43,7 @@ def _append(path: str, line: str) -> None:
             os.replace(path, path + ".1")
     except FileNotFoundError:
         pass
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW)
     try:
         os.write(fd, line.encode("utf-8", "replace"))
     finally:

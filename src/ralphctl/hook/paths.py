@@ -21,8 +21,16 @@ LEGACY_STATE = os.path.join(".claude", "ralph-loop.local.md")
 LEGACY_LOCK = "legacy.lock"
 GITIGNORE = "# written by ralphctl: loop state is not part of your project\n*\n"
 
+#: ``stat.S_IFMT`` and ``stat.S_IFDIR``, without importing ``stat`` on the hook's path.
+_FORMAT_BITS = 0o170000
+_DIRECTORY = 0o040000
 _MAX_SESSION_ID = 128
 _ID_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+class UnsafeDirectory(OSError):
+    """A directory ralphctl would use is a symlink, not a directory, or no place for a loop:
+    it is never followed nor written to."""
 
 
 def valid_session_id(value: object) -> TypeGuard[str]:
@@ -40,11 +48,55 @@ def project_dir(env_project: str | None, stdin_cwd: str | None) -> str:
     """``CLAUDE_PROJECT_DIR``, else the Stop input's ``cwd``, else the hook's own cwd.
 
     The environment comes first because the agent may have ``cd``-ed into a subdirectory.
+    UnsafeDirectory if it is no place for a loop (``domain.workdirs``): the hook then
+    writes nothing there, not even its log.
     """
     for candidate in (env_project, stdin_cwd):
         if candidate and os.path.isdir(candidate):
-            return os.path.abspath(candidate)
-    return os.getcwd()
+            return check_project(os.path.abspath(candidate))
+    return check_project(os.getcwd())
+
+
+def check_project(project: str) -> str:
+    """``project`` if a loop may live there, else UnsafeDirectory saying why."""
+    from ralphctl.domain.workdirs import workdir_refusal  # not on the no-loop path
+
+    if not os.path.isdir(project):
+        raise UnsafeDirectory(f"{project} is not a directory")
+    given = os.path.abspath(project)
+    refusal = workdir_refusal(given, os.path.realpath(given), os.environ.get("HOME"))
+    if refusal is not None:
+        raise UnsafeDirectory(refusal)
+    return project
+
+
+def checked(project: str, *names: str) -> str:
+    """``project/names…``, refusing (UnsafeDirectory) an existing component that is a symlink
+    or not a directory: a symlinked ``.ralph`` or ``sessions`` would lead reads and writes
+    out of the project. Components that do not exist yet are fine."""
+    path = project
+    for index, name in enumerate(names):
+        path = os.path.join(path, name)
+        try:
+            mode = os.lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return os.path.join(path, *names[index + 1 :])
+        if mode & _FORMAT_BITS != _DIRECTORY:
+            raise UnsafeDirectory(f"{path} is a symlink or not a directory: not followed")
+    return path
+
+
+def make_dirs(project: str, *names: str) -> str:
+    """Create ``project/names…`` one real directory at a time (never through a symlink)."""
+    path = project
+    for name in names:
+        path = os.path.join(path, name)
+        try:
+            os.mkdir(path, 0o755)
+        except FileExistsError:
+            pass
+        checked(os.path.dirname(path), name)
+    return path
 
 
 def ralph_dir(project: str) -> str:
@@ -53,24 +105,43 @@ def ralph_dir(project: str) -> str:
     The same contract as ``ralphctl.engine.statefile.ralph_dir``, replicated because the hook
     must not import the engine (and, through it, the store).
     """
-    path = os.path.join(project, RALPH_DIR)
-    os.makedirs(path, exist_ok=True)
+    path = make_dirs(project, RALPH_DIR)
     ignore = os.path.join(path, ".gitignore")
-    if not os.path.exists(ignore):
-        with open(ignore, "w", encoding="utf-8") as handle:
-            handle.write(GITIGNORE)
+    try:  # O_EXCL | O_NOFOLLOW: a dangling symlink named .gitignore is never written through
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return path
+    try:
+        os.write(fd, GITIGNORE.encode())
+    finally:
+        os.close(fd)
     return path
 
 
+def existing_ralph_dir(project: str) -> str | None:
+    """``<project>/.ralph`` if it already is a real directory (never created here)."""
+    path = os.path.join(project, RALPH_DIR)
+    try:
+        return path if os.lstat(path).st_mode & _FORMAT_BITS == _DIRECTORY else None
+    except OSError:
+        return None
+
+
 def sessions_dir(project: str) -> str:
-    return os.path.join(project, RALPH_DIR, SESSIONS_DIR)
+    return checked(project, RALPH_DIR, SESSIONS_DIR)
 
 
 def session_dir(project: str, session_id: str) -> str:
     """The directory of one session's tracker; refuses ids that are not safe path components."""
     if not valid_session_id(session_id):
         raise ValueError(f"not a valid session id: {session_id!r}")
-    return os.path.join(sessions_dir(project), session_id)
+    return checked(project, RALPH_DIR, SESSIONS_DIR, session_id)
+
+
+def make_session_dir(project: str, session_id: str) -> str:
+    session_dir(project, session_id)  # validates the id
+    ralph_dir(project)
+    return make_dirs(project, RALPH_DIR, SESSIONS_DIR, session_id)
 
 
 def tracker_path(project: str, session_id: str) -> str:
@@ -78,7 +149,12 @@ def tracker_path(project: str, session_id: str) -> str:
 
 
 def pending_dir(project: str) -> str:
-    return os.path.join(project, RALPH_DIR, PENDING_DIR)
+    return checked(project, RALPH_DIR, PENDING_DIR)
+
+
+def make_pending_dir(project: str) -> str:
+    ralph_dir(project)
+    return make_dirs(project, RALPH_DIR, PENDING_DIR)
 
 
 def legacy_path(project: str) -> str:

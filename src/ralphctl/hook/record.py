@@ -1,9 +1,12 @@
 """Best-effort history: each Stop becomes an iteration of a ``mode="hook"`` loop in the store.
 
-The decision is printed and flushed first; then a detached child (new session, stdio on
-/dev/null, never waited for: it outlives the hook and init reaps it) opens the store and
-writes. Claude Code waits for the hook's process and pipes, never for the child, so the
-store can never delay a decision.
+The decision is printed and flushed first; then the Stop leaves its record in the
+project's history queue (``hook.spool``) and, if no writer runs for the project, starts one:
+a detached child (new session, stdio on /dev/null, lowered priority, never waited for) that
+opens the store once and drains the queue (``hook.storewriter``). One writer per project,
+however many Stops arrive at once: a hundred parallel Stops cost one SQLAlchemy import, not a
+hundred, and never starve the hooks of CPU. Claude Code waits for the hook's process and
+pipes, never for the writer, so the store can never delay a decision.
 ``RALPHCTL_HOOK_STORE`` = ``detached`` (default) | ``inline`` (write before exiting) | ``off``.
 """
 
@@ -15,15 +18,11 @@ import sys
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.log import warn
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from datetime import datetime
-
-    from ralphctl.store.records import LoopRecord
-    from ralphctl.store.repository import Store
-
 MODE_ENV = "RALPHCTL_HOOK_STORE"
+DB_ENV = "RALPHCTL_DB"
 SUMMARY_CHARS = 200
+#: How much less CPU the writer asks for than the hooks it serves.
+WRITER_NICENESS = 10
 
 
 class StopRecord:
@@ -85,29 +84,99 @@ class StopRecord:
         self.stop_detail = stop_detail
         self.config = config or {}
 
+    def to_json(self) -> dict[str, object]:
+        """The record as JSON values (the summary cut to what the store keeps)."""
+        document: dict[str, object] = {name: getattr(self, name) for name in self.__slots__}
+        document["summary"] = self.summary[:SUMMARY_CHARS]
+        return document
+
+    @classmethod
+    def from_json(cls, document: object) -> StopRecord:
+        """The record ``to_json`` wrote; TypeError or ValueError for anything else."""
+        if not isinstance(document, dict) or set(document) != set(cls.__slots__):
+            raise ValueError(f"not a Stop record: {str(document)[:80]!r}")
+        record = cls(**document)
+        _check_types(record)
+        return record
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "loop_id": (str,),
+    "project": (str,),
+    "agent": (str,),
+    "session_id": (str, type(None)),
+    "task": (str,),
+    "loop_started_at": (int, float),
+    "ended_at": (int, float),
+    "iteration": (int, type(None)),
+    "iteration_started_at": (int, float, type(None)),
+    "summary": (str,),
+    "completed": (bool,),
+    "blocked_reason": (str, type(None)),
+    "stop_reason": (str, type(None)),
+    "stop_detail": (str,),
+    "config": (dict,),
+}
+
+
+def _check_types(record: StopRecord) -> None:
+    for name, types in _TYPES.items():
+        value = getattr(record, name)
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise TypeError(f"{name} of a Stop record cannot be {value!r}")
+
 
 def dispatch(record: StopRecord, mode: str | None) -> None:
-    """Write ``record`` as ``mode`` says; never raises."""
+    """Record ``record`` as ``mode`` says; never raises."""
     if mode == "off":
         return
     if mode == "inline":
-        _guarded(record)
+        from ralphctl.hook.storewriter import write_guarded
+
+        write_guarded(record, os.environ.get(DB_ENV))
         return
+    from ralphctl.hook import spool
+    from ralphctl.hook.jsonio import dumps
+
     try:
-        _spawn(record)
-    except OSError as exc:
-        warn(f"cannot start the history writer: {exc}", record.project)
+        spool.queue(record.project, dumps({"db": _db(), "record": record.to_json()}))
+        writer = spool.claim_writer(record.project)
+    except (OSError, TypeError, ValueError) as exc:
+        warn(f"history not recorded: cannot queue it ({exc})", record.project)
+        return
+    if writer is not None:
+        try:
+            _spawn_writer(record.project, writer)
+        except OSError as exc:
+            os.close(writer)
+            warn(f"cannot start the history writer: {exc}", record.project)
 
 
-def _spawn(record: StopRecord) -> None:
+def _db() -> str | None:
+    """The store the Stop's environment names, absolute (the writer runs elsewhere); None
+    for the user's default database."""
+    value = os.environ.get(DB_ENV)
+    if not value or "://" in value:
+        return value or None
+    return os.path.abspath(os.path.expanduser(value))
+
+
+def _spawn_writer(project: str, writer_lock: int) -> None:
+    """Fork the project's writer; it inherits (and alone keeps) the writer lock."""
     sys.stdout.flush()
     sys.stderr.flush()
     if os.fork():
+        os.close(writer_lock)
         return
     try:
         _detach_stdio()  # first: Claude Code waits until every copy of the hook's pipes closes
         os.setsid()
-        _guarded(record)
+        os.nice(WRITER_NICENESS)
+        from ralphctl.hook.storewriter import drain
+
+        drain(project, writer_lock)
+    except BaseException as exc:
+        warn(f"the history writer failed: {exc}", project)
     finally:
         os._exit(0)
 
@@ -117,129 +186,3 @@ def _detach_stdio() -> None:
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
-
-
-def _guarded(record: StopRecord) -> None:
-    try:
-        write(record)
-    except Exception as exc:  # history is best effort: a broken store must not break the loop
-        warn(f"history not recorded ({type(exc).__name__}: {exc})", record.project)
-
-
-def write(record: StopRecord, db: str | None = None) -> None:
-    """Record ``record`` in the store ``db`` (default: ``RALPHCTL_DB`` or the user's file)."""
-    if "site" not in sys.modules:  # started with -S for speed: the store needs site-packages
-        import site
-
-        site.main()
-    from ralphctl.store.repository import Store
-
-    with Store.open(db) as store:
-        _write(store, record)
-
-
-def _write(store: Store, record: StopRecord) -> None:
-    from datetime import UTC, datetime
-
-    ended = datetime.fromtimestamp(record.ended_at, UTC)
-    loop = _loop(store, record)
-    if record.iteration is not None:
-        loop = _iteration(store, loop, record, record.iteration, ended)
-    if record.stop_reason is not None:
-        _end(store, loop, record.stop_reason, record.stop_detail, ended)
-
-
-def _iteration(
-    store: Store, loop: LoopRecord, record: StopRecord, n: int, ended: datetime
-) -> LoopRecord:
-    """Record iteration ``n``, which just ended; returns the loop with its new totals."""
-    from dataclasses import replace
-    from datetime import UTC, datetime
-
-    from ralphctl.domain.events import EventType
-    from ralphctl.store.records import IterationRecord
-
-    began = record.iteration_started_at or record.loop_started_at
-    begun = IterationRecord(loop_id=loop.id, n=n, started_at=datetime.fromtimestamp(began, UTC))
-    store.begin_iteration(begun)
-    done = replace(
-        begun,
-        status="ok",
-        completed_at=ended,
-        duration_ms=max(0, round((record.ended_at - began) * 1000)),
-        completion_signal_found=record.completed,
-        blocked_reason=record.blocked_reason,
-        output_summary=record.summary[:SUMMARY_CHARS],
-        agent_session_id=record.session_id,
-    )
-    loop = replace(
-        loop,
-        iteration=max(loop.iteration, n),
-        runtime_s=(ended - (loop.started_at or ended)).total_seconds(),
-        agent_session_id=record.session_id or loop.agent_session_id,
-    )
-    completed = {
-        "iteration": n,
-        "status": "ok",
-        "duration_ms": done.duration_ms,
-        "completion_signal_found": record.completed,
-        "blocked_reason": record.blocked_reason,
-    }
-    events: list[tuple[str, dict[str, object]]] = [(EventType.ITERATION_COMPLETED, completed)]
-    if record.completed:
-        events.append((EventType.COMPLETION_SIGNAL_DETECTED, {"iteration": n}))
-    store.complete_iteration(done, loop, events)
-    return loop
-
-
-def _end(store: Store, loop: LoopRecord, stop_reason: str, detail: str, ended: datetime) -> None:
-    """The loop's final status, from the ``StopReason`` that ended it."""
-    from dataclasses import replace
-
-    from ralphctl.domain.events import EventType
-    from ralphctl.domain.states import StopReason
-
-    reason = StopReason(stop_reason)
-    status = reason.status
-    store.save_loop(
-        replace(loop, status=status, stop_reason=reason, stop_detail=detail, ended_at=ended)
-    )
-    changed = {"status": str(status), "reason": str(reason), "detail": detail}
-    # A loop's end event is named after the status it ends in (completed, stopped, …).
-    end_event = EventType(str(status))
-    store.append_events(
-        loop.id, [(EventType.STATE_CHANGED, changed), (end_event, {"reason": str(reason)})]
-    )
-
-
-def _loop(store: Store, record: StopRecord) -> LoopRecord:
-    """The loop of ``record.loop_id``, created on its first record."""
-    from datetime import UTC, datetime
-
-    from ralphctl.domain.states import LoopStatus
-    from ralphctl.store.errors import LoopNotFound, StoreError
-    from ralphctl.store.records import LoopRecord
-
-    try:
-        return store.get_loop(record.loop_id)
-    except LoopNotFound:
-        pass
-    started = datetime.fromtimestamp(record.loop_started_at, UTC)
-    title = record.task.strip().partition("\n")[0][:60] or record.loop_id
-    new = LoopRecord(
-        id=record.loop_id,
-        name=f"hook: {title}",
-        mode="hook",
-        agent=record.agent,
-        workdir=record.project,
-        task=record.task,
-        config=dict(record.config),
-        status=LoopStatus.RUNNING,
-        created_at=started,
-        started_at=started,
-        agent_session_id=record.session_id,
-    )
-    try:
-        return store.create_loop(new)
-    except StoreError:  # a concurrent writer created it first
-        return store.get_loop(record.loop_id)

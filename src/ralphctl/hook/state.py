@@ -1,18 +1,25 @@
 """Read a ralphctl tracker's frontmatter as a ``LoopState``, checking every value.
 
-A value of the wrong type or out of range is ``CorruptTracker``: the hook then deactivates
+The tracker is a file anyone can edit between two stops, so its numbers are checked on every
+Stop with the validator arming uses (``ralphctl.domain.numbers``): a NaN, infinite, negative
+or absurd budget must never switch a budget off. A value of the wrong type or out of range
+is ``CorruptTracker``, whose message starts with the field's name: the hook then deactivates
 the loop and lets the agent stop, rather than guess.
 """
 
 from __future__ import annotations
 
-from ralphctl.domain import defaults
+from ralphctl.domain import defaults, numbers
 from ralphctl.domain.markers import parse_marker
 from ralphctl.domain.stoprules import Budgets, Totals
 from ralphctl.hook.clock import epoch
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.stop import LoopState
 from ralphctl.hook.tracker import Tracker
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # collections.abc costs more than this module's work on the hot path
+    from collections.abc import Callable
 
 
 class CorruptTracker(ValueError):
@@ -23,7 +30,7 @@ def loop_state(tracker: Tracker, now: float) -> LoopState:
     """The decision's view of one of our trackers at Unix time ``now``."""
     fields = tracker.fields
     max_iterations = optional_int(fields, "max_iterations", minimum=1)
-    max_runtime = optional_number(fields, "max_runtime_s")
+    max_runtime = optional_number(fields, "max_runtime_s", check=_seconds)
     if max_iterations is None and max_runtime is None:
         raise CorruptTracker("a loop needs a bound: max_iterations or max_runtime_s")
     signal = required_str(fields, "completion_marker")
@@ -37,12 +44,12 @@ def loop_state(tracker: Tracker, now: float) -> LoopState:
         budgets=Budgets(
             max_iterations=max_iterations,
             max_runtime_s=max_runtime,
-            max_cost_usd=optional_number(fields, "max_cost_usd"),
+            max_cost_usd=optional_number(fields, "max_cost_usd", check=numbers.cost),
             max_tokens=optional_int(fields, "max_tokens", minimum=1),
         ),
         totals=Totals(
             runtime_s=max(0.0, now - started_at(fields)),
-            cost_usd=optional_number(fields, "cost_usd", positive=False) or 0.0,
+            cost_usd=optional_number(fields, "cost_usd", check=_spent) or 0.0,
             tokens=optional_int(fields, "tokens", minimum=0) or 0,
         ),
         marker=marker,
@@ -90,17 +97,32 @@ def optional_int(fields: dict[str, Scalar], key: str, *, minimum: int) -> int | 
     value = fields.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise CorruptTracker(f"{key} must be a whole number >= {minimum}, not {value!r}")
-    return value
+    try:
+        return numbers.whole(value, minimum=minimum)
+    except ValueError as exc:
+        raise CorruptTracker(f"{key} {exc}") from None
 
 
-def optional_number(fields: dict[str, Scalar], key: str, *, positive: bool = True) -> float | None:
+def optional_number(
+    fields: dict[str, Scalar], key: str, *, check: Callable[[object], float]
+) -> float | None:
+    """``fields[key]`` through ``check`` (a ``numbers`` validator); None when absent."""
     value = fields.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise CorruptTracker(f"{key} must be a number, not {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise CorruptTracker(f"{key} must be {'> 0' if positive else '>= 0'}, not {value!r}")
-    return float(value)
+    try:
+        return check(value)
+    except ValueError as exc:
+        raise CorruptTracker(f"{key} {exc}") from None
+
+
+def _seconds(value: object) -> float:
+    """A runtime budget: a number of seconds (never text) in (0, a year]."""
+    return numbers.bounded(
+        value, low=0.0, high=numbers.MAX_SECONDS, low_open=True, what="a number of seconds"
+    )
+
+
+def _spent(value: object) -> float:
+    """The cost spent so far: an amount in USD, zero included."""
+    return numbers.cost(value, allow_zero=True)

@@ -14,7 +14,13 @@ plain strings: ``enum`` is not imported on the hook's path.
 from __future__ import annotations
 
 from ralphctl.domain import stoprules
-from ralphctl.domain.markers import Detection, Marker, detect, detect_in_tracker
+from ralphctl.domain.markers import (
+    Detection,
+    Marker,
+    detect,
+    detect_in_tracker,
+    first_declaration,
+)
 from ralphctl.domain.stoprules import Budgets, Totals, first_stop
 from ralphctl.hook.frontmatter import Scalar
 
@@ -194,13 +200,12 @@ def decide(state: LoopState, final_text: str, *, stop_hook_active: bool, now: st
 
 
 def _detect(state: LoopState, final_text: str) -> Detection:
-    """The agent's final text first; then the tracker body's last line."""
+    """The agent's final text first; then the tracker body's last line (``first_declaration``)."""
     if state.marker is None:
         return NOTHING
-    found = detect(final_text, state.marker, prompt=state.reason)
-    if found.completed or found.blocked_reason is not None or state.body is None:
-        return found
-    return detect_in_tracker(state.body, state.marker)
+    final = detect(final_text, state.marker, prompt=state.reason)
+    tracker = None if state.body is None else detect_in_tracker(state.body, state.marker)
+    return first_declaration(final, tracker)
 
 
 def _of(budgets: Budgets) -> str:

@@ -9,8 +9,15 @@ ignored and a field of the wrong type counts as absent.
 
 from __future__ import annotations
 
+import os
+import time
+
 #: Far above any real Stop input (a final message is at most a few hundred KB).
 MAX_INPUT_BYTES = 16 * 1024 * 1024
+#: Claude Code writes the event and closes stdin at once; a stdin left open this long is not
+#: waited for (the hook must answer well within its own lock timeout).
+READ_TIMEOUT_S = 5.0
+_CHUNK = 1024 * 1024
 
 
 class StopInputError(ValueError):
@@ -45,6 +52,30 @@ class StopEvent:
         self.hook_event_name = hook_event_name
         self.stop_hook_active = stop_hook_active
         self.final_text = final_text
+
+
+def read(fd: int, limit: int, timeout: float = READ_TIMEOUT_S) -> tuple[bytes, bool]:
+    """Up to ``limit`` bytes of ``fd`` until end of file, and whether the end came before the
+    ``timeout`` (seconds, in total): a writer that never closes cannot hang the hook."""
+    import select
+
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    deadline = time.monotonic() + timeout
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return b"".join(chunks), False
+        if not poller.poll(max(1, round(left * 1000))):
+            continue
+        chunk = os.read(fd, min(_CHUNK, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), True
 
 
 def parse(raw: bytes) -> StopEvent:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 
+from ralphctl.atomic import write_atomic
 from ralphctl.hook import frontmatter
 from ralphctl.hook.frontmatter import FrontmatterError, Scalar
 from ralphctl.hook.lock import FileLock
 from ralphctl.hook.paths import lock_for
+from ralphctl.hook.regular import read_regular
 
 #: A tracker is a small text file; anything bigger is not one of ours.
 MAX_TRACKER_BYTES = 4 * 1024 * 1024
@@ -58,13 +60,14 @@ def load(path: str, *, legacy: bool = False) -> Tracker | None:
 
 
 def read_text(path: str) -> str | None:
+    """The tracker's text; None if there is none. A FIFO or a device is never opened for
+    reading (``hook.regular``): it would hang the hook with the lock held."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_TRACKER_BYTES + 1)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+        data = read_regular(path, MAX_TRACKER_BYTES + 1)
     except OSError as exc:
         raise TrackerError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if data is None:
+        return None
     if len(data) > MAX_TRACKER_BYTES:
         raise TrackerError(f"{path}: larger than {MAX_TRACKER_BYTES} bytes")
     try:
@@ -121,26 +124,3 @@ def update_fields(path: str, changes: dict[str, Scalar]) -> bool:
     with FileLock(lock_for(path)):
         current = load(path)
         return current is not None and save_fields(path, current.fields | changes)
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Temp file in the same directory, fsync, rename over ``path``."""
-    directory = os.path.dirname(path) or "."
-    temp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    data = text.encode("utf-8")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from ralphctl.hook.jsonio import loads
+from ralphctl.hook.regular import read_regular
 
 #: How much of the transcript's end is read for the final message.
 TAIL_BYTES = 2 * 1024 * 1024
@@ -79,17 +80,17 @@ def _timestamp(line: bytes) -> float | None:
 
 
 def _tail(path: str | None, limit: int) -> bytes | None:
-    """The last ``limit`` bytes of the file, from a line start (a cut first line is dropped)."""
+    """The last ``limit`` bytes of the file, from a line start (a cut first line is dropped);
+    None if it cannot be read or is not a regular file (a FIFO would never end)."""
     if not path:
         return None
     try:
-        with open(os.path.expanduser(path), "rb") as handle:
-            start = max(0, handle.seek(0, os.SEEK_END) - limit)
-            handle.seek(start)
-            data = handle.read(limit)
+        data = read_regular(os.path.expanduser(path), limit + 1, tail=True)
     except OSError:
         return None
-    return data.partition(b"\n")[2] if start else data
+    if data is None or len(data) <= limit:
+        return data
+    return data.partition(b"\n")[2]
 
 
 def _assistant_message(line: bytes) -> dict[str, object] | None:

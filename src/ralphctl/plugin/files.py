@@ -1,11 +1,10 @@
-"""File operations of the installer: atomic writes, settings files, empty folders."""
+"""File operations of the installer: settings files, empty folders (atomic writes are
+``ralphctl.atomic``'s)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -27,21 +26,6 @@ def read_settings(file: Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise FileError(f"{file}: settings must be a JSON object")
     return document
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by a fully written file with the same permissions, or leave it be."""
-    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with temporary.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o7777)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def remove_if_empty(folder: Path) -> None:

@@ -11,19 +11,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ralphctl.plugin.files import (
-    FileError,
-    dump_json,
-    read_settings,
-    remove_if_empty,
-    write_atomic,
-)
+from ralphctl.atomic import write_atomic
+from ralphctl.plugin.files import FileError, dump_json, read_settings, remove_if_empty
 from ralphctl.plugin.jsonedit import SettingsError, append_item, revert, set_key
 from ralphctl.plugin.manifest import Manifest, ManifestError, SettingsChange, read_manifest
-from ralphctl.plugin.scopes import Plan, Residue
+from ralphctl.plugin.scopes import Plan, Registration
 
 
 class InstallError(ValueError):
@@ -58,7 +54,9 @@ def install(plan: Plan, *, exclusive_with: Sequence[Plan] = ()) -> Manifest:
                 f"{path} already exists and was not written by ralphctl: move it away first"
             )
     writes, changes = _settings_plan(plan, old)
-    new_dirs = _missing_dirs([*plan.files, *plan.settings, plan.manifest])
+    records = [_registered(registration) for registration in plan.registrations]
+    record_files = [registration.file for registration in plan.registrations]
+    new_dirs = _missing_dirs([*plan.files, *plan.settings, *record_files, plan.manifest])
     manifest = Manifest(
         scope=str(plan.scope),
         version=plan.version,
@@ -74,6 +72,9 @@ def install(plan: Plan, *, exclusive_with: Sequence[Plan] = ()) -> Manifest:
         write_atomic(path, text)
     for write in writes:
         _save_settings(write)
+    for file, document in zip(record_files, records, strict=True):
+        if document is not None:
+            write_atomic(file, dump_json(document))
     for stale in owned - set(plan.files):
         stale.unlink(missing_ok=True)
     return manifest
@@ -96,10 +97,10 @@ def uninstall(plan: Plan) -> Manifest | None:
     for path in manifest.files:
         path.unlink(missing_ok=True)
     manifest_path.unlink()
+    for registration in plan.registrations:
+        _forget(registration)
     for folder in reversed(manifest.directories):
         remove_if_empty(folder)
-    for residue in plan.residues:
-        _forget(residue)
     return manifest
 
 
@@ -176,23 +177,50 @@ def _missing_dirs(paths: Iterable[Path]) -> list[Path]:
     return list(missing)
 
 
-def residue_present(residue: Residue) -> bool:
-    """Whether Claude Code's file holds the entry, still naming ralphctl's path."""
-    return _residue_document(residue) is not None
+def registered(registration: Registration) -> bool:
+    """Whether Claude Code's record holds the entry, still naming ralphctl's path."""
+    return _registered_document(registration) is not None
 
 
-def _residue_document(residue: Residue) -> dict[str, Any] | None:
+def _registered(registration: Registration) -> dict[str, Any] | None:
+    """Claude Code's record with the entry added, as the CLI writes it; None when it is
+    there already (a reinstall changes nothing)."""
     try:
-        document = json.loads(residue.file.read_text(encoding="utf-8"))
-        found = document[residue.key]["source"]["path"] == residue.source_path
-    except (OSError, ValueError, KeyError, TypeError):
+        document = read_settings(registration.file)
+    except FileError as exc:
+        raise InstallError(str(exc)) from None
+    if _names_source(document, registration):
         return None
-    return document if found else None
+    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    source = {"source": "directory", "path": registration.source_path}
+    entry = {"source": source, "installLocation": registration.source_path, "lastUpdated": now}
+    return {**document, registration.key: entry}
 
 
-def _forget(residue: Residue) -> None:
-    """Best effort: Claude Code's file is left alone if it is unreadable or changed."""
-    document = _residue_document(residue)
-    if document is not None:
-        del document[residue.key]
-        write_atomic(residue.file, dump_json(document))
+def _registered_document(registration: Registration) -> dict[str, Any] | None:
+    try:
+        document = json.loads(registration.file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return document if _names_source(document, registration) else None
+
+
+def _names_source(document: object, registration: Registration) -> bool:
+    try:
+        path: object = document[registration.key]["source"]["path"]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return False
+    return path == registration.source_path
+
+
+def _forget(registration: Registration) -> None:
+    """Best effort: Claude Code's file is left alone if it is unreadable or changed; a record
+    left empty is removed (Claude Code writes a new one when it needs it)."""
+    document = _registered_document(registration)
+    if document is None:
+        return
+    del document[registration.key]
+    if document:
+        write_atomic(registration.file, dump_json(document))
+    else:
+        registration.file.unlink(missing_ok=True)

@@ -42,9 +42,12 @@ class Wanted:
 
 
 @dataclass(frozen=True, slots=True)
-class Residue:
-    """An entry Claude Code derives from ours (in a file of its own): ``key`` of the JSON
-    object in ``file``, removed at uninstall while it still names ``source_path``."""
+class Registration:
+    """A marketplace entry in Claude Code's own record (``key`` of the JSON object in
+    ``file``), written at install as the CLI writes it when it first loads the marketplace,
+    and removed at uninstall while it still names ``source_path``. Claude Code before 2.1.330
+    loads a marketplace's commands only from this record, so without it the first session
+    after install has none."""
 
     file: Path
     key: str
@@ -62,7 +65,7 @@ class Plan:
     files: dict[Path, str]
     settings: dict[Path, list[Wanted]]
     commands: tuple[str, ...]  # how a user types them
-    residues: tuple[Residue, ...] = ()
+    registrations: tuple[Registration, ...] = ()
 
 
 def user_plan(interpreter: Interpreter, version: str) -> Plan:
@@ -83,7 +86,7 @@ def user_plan(interpreter: Interpreter, version: str) -> Plan:
             ]
         },
         commands=tuple(f"/{PLUGIN_NAME}:{name}" for name in COMMANDS),
-        residues=(Residue(locations.known_marketplaces(), MARKETPLACE_NAME, str(home)),),
+        registrations=(Registration(locations.known_marketplaces(), MARKETPLACE_NAME, str(home)),),
     )
 
 

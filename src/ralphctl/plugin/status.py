@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ralphctl.plugin.installer import installed, residue_present
+from ralphctl.plugin.installer import installed, registered
 from ralphctl.plugin.scopes import Plan, Scope
 
 
@@ -21,7 +21,7 @@ class Status:
     interpreter: str | None = None
     interpreter_found: bool = False
     missing_files: tuple[Path, ...] = ()
-    loaded_by_claude: bool | None = None  # user scope: Claude Code has read the marketplace
+    registered: bool | None = None  # user scope: Claude Code's record names the marketplace
     also_installed: Scope | None = None  # the other scope, whose hook would run too
 
     @property
@@ -30,6 +30,10 @@ class Status:
         if self.installed and not self.interpreter_found:
             found.append(f"the interpreter {self.interpreter} is gone: install again")
         found += [f"missing: {path}" for path in self.missing_files]
+        if self.installed and self.registered is False:
+            found.append(
+                "Claude Code's record of marketplaces no longer names ralphctl's: install again"
+            )
         if self.installed and self.also_installed:
             found.append(
                 f"also installed at {self.also_installed} scope: the Stop hook runs twice per"
@@ -45,7 +49,7 @@ class Status:
             "commands": list(self.commands),
             "version": self.version,
             "interpreter": self.interpreter,
-            "loaded_by_claude": self.loaded_by_claude,
+            "registered": self.registered,
             "problems": self.problems,
         }
 
@@ -64,6 +68,6 @@ def status(plan: Plan, other: Plan) -> Status:
         interpreter=manifest.interpreter,
         interpreter_found=os.access(manifest.interpreter, os.X_OK),
         missing_files=tuple(path for path in manifest.files if not path.is_file()),
-        loaded_by_claude=all(map(residue_present, plan.residues)) if plan.residues else None,
+        registered=all(map(registered, plan.registrations)) if plan.registrations else None,
         also_installed=other.scope if installed(other.manifest) else None,
     )

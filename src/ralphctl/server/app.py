@@ -6,15 +6,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 
 from ralphctl import __version__
 from ralphctl.engine.manager import LoopManager
 from ralphctl.server import ws
-from ralphctl.server.api import events, loops, metrics, prometheus, system
-from ralphctl.server.auth import TokenAuth
+from ralphctl.server.api import events, loops, metrics, prometheus, system, transcripts
+from ralphctl.server.auth import RequireToken, TokenAuth
 from ralphctl.server.dashboard import mount_dashboard
 from ralphctl.server.errors import install_error_handlers
+from ralphctl.server.openapi import declare_errors, publish
 from ralphctl.store.repository import Store
 
 #: How uvicorn serves the app. Event frames are small JSON: per-message compression would cost
@@ -32,8 +33,9 @@ def create_app(store: Store, manager: LoopManager, token: str) -> FastAPI:
     The manager runs on the server's event loop. (Measured: running it on a loop of its own in
     a thread doubled the p99 of event delivery, through GIL hand-offs; bench/server_events.py.)
 
-    Every API, WebSocket and ``/metrics`` call needs ``token``. No CORS headers are sent, so
-    other sites' pages cannot read the API from a browser.
+    Every call but the dashboard's page and files and the OpenAPI description needs ``token``,
+    checked before anything else. No CORS headers are sent, so other sites' pages cannot read
+    the API from a browser.
     """
 
     @asynccontextmanager
@@ -51,14 +53,15 @@ def create_app(store: Store, manager: LoopManager, token: str) -> FastAPI:
         lifespan=lifespan,
         redoc_url=None,
     )
-    auth = TokenAuth(token)
     app.state.store = store
     app.state.manager = manager
-    app.state.auth = auth
     app.state.telemetry = prometheus.Telemetry(store)
-    for module in (loops, events, metrics, prometheus, system):
-        app.include_router(module.router, dependencies=[Depends(auth)])
+    for module in (loops, events, metrics, prometheus, system, transcripts):
+        declare_errors(module.router)
+        app.include_router(module.router)
     app.add_api_websocket_route("/ws/events", ws.events_socket)
+    app.add_middleware(RequireToken, auth=TokenAuth(token))
     install_error_handlers(app)
     mount_dashboard(app)
+    publish(app)
     return app

@@ -2,6 +2,8 @@
 
 HTTP calls send ``Authorization: Bearer <token>``; WebSocket calls may send the header or
 ``?token=`` (browsers cannot set headers on a WebSocket). Tokens are compared in constant time.
+``RequireToken`` checks it before routing, so a call without it learns nothing else (not even
+whether its body or parameters were valid): 401, or a WebSocket closed with 1008.
 """
 
 from __future__ import annotations
@@ -13,13 +15,20 @@ import re
 import secrets
 from pathlib import Path
 
-from fastapi import HTTPException, status
 from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocketClose
 
 from ralphctl.server.locate import TOKEN_FILE, read_token, write_private
 
 _TOKEN_BYTES = 32
 _QUERY_TOKEN = re.compile(r"([?&]token=)[^&\s\"]*")
+
+#: What anyone may fetch: the dashboard's page and files, and the API's description.
+PUBLIC_PATHS = frozenset({"/", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+PUBLIC_PREFIX = "/static/"
+POLICY_VIOLATION = 1008
 
 
 class InsecureBind(RuntimeError):
@@ -58,18 +67,11 @@ def check_bind(host: str, token: str) -> None:
 
 
 class TokenAuth:
-    """A FastAPI dependency that admits a connection only with the right bearer token."""
+    """Admits a connection only with the right bearer token."""
 
     def __init__(self, token: str) -> None:
         check_bind("127.0.0.1", token)
         self._token = token.encode()
-
-    def __call__(self, connection: HTTPConnection) -> None:
-        problem = self.problem(connection, allow_query=False)
-        if problem:
-            raise HTTPException(
-                status.HTTP_401_UNAUTHORIZED, problem, headers={"WWW-Authenticate": "Bearer"}
-            )
 
     def problem(self, connection: HTTPConnection, *, allow_query: bool) -> str | None:
         """Why ``connection`` is not admitted, or None when it is."""
@@ -85,6 +87,34 @@ class TokenAuth:
         if not hmac.compare_digest(offered.encode(), self._token):
             return "invalid token"
         return None
+
+
+class RequireToken:
+    """ASGI middleware: every call but the public paths needs the token, checked first."""
+
+    def __init__(self, app: ASGIApp, auth: TokenAuth) -> None:
+        self.app = app
+        self.auth = auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind in ("http", "websocket") and not is_public(scope["path"]):
+            problem = self.auth.problem(HTTPConnection(scope), allow_query=kind == "websocket")
+            if problem:
+                refusal = (
+                    WebSocketClose(POLICY_VIOLATION)
+                    if kind == "websocket"
+                    else JSONResponse(
+                        {"detail": problem}, 401, headers={"WWW-Authenticate": "Bearer"}
+                    )
+                )
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIX)
 
 
 class RedactTokens(logging.Filter):

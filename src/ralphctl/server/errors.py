@@ -1,23 +1,32 @@
-"""Known failures as HTTP answers with a clear ``detail``: bad input is a 4xx, never a 500."""
+"""Known failures as HTTP answers with a clear ``detail``: bad input is a 4xx, never a 500.
+
+Every error answer has one shape, ``ErrorBody``; ``error_responses`` declares it in the
+OpenAPI description for the statuses a route can answer.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 
 from ralphctl.domain.states import IllegalTransition
 from ralphctl.engine.manager import (
     ConcurrencyLimitReached,
     InvalidSpec,
     LoopAlreadyExists,
+    ManagerClosing,
     UnsupportedControl,
 )
 from ralphctl.settings import ConfigError
 from ralphctl.store.errors import LoopNotFound, StoreError
+
+log = logging.getLogger(__name__)
 
 UNPROCESSABLE = 422  # named HTTP_422_UNPROCESSABLE_ENTITY or _CONTENT, by Starlette version
 
@@ -32,7 +41,41 @@ STATUS_OF: dict[type[Exception], int] = {
     InvalidSpec: UNPROCESSABLE,
     ConcurrencyLimitReached: status.HTTP_429_TOO_MANY_REQUESTS,
     StoreError: status.HTTP_503_SERVICE_UNAVAILABLE,  # the database, not the request
+    ManagerClosing: status.HTTP_503_SERVICE_UNAVAILABLE,
 }
+
+#: What each error status means, as the OpenAPI description says it.
+MEANING = {
+    400: "The body could not be read (not UTF-8 JSON).",
+    401: "The bearer token is missing or wrong.",
+    404: "No loop has this id (or the prefix matches several).",
+    409: "The loop's state does not allow this, or a loop is already active in the work dir.",
+    422: "A parameter or the body is invalid; `errors` lists each problem.",
+    429: "`max_concurrent` loops already run and the request asked not to queue.",
+    503: "The database failed, or the server is shutting down; try again.",
+}
+
+
+class FieldError(BaseModel):
+    """One invalid input: where it is, what is wrong, and pydantic's error type."""
+
+    loc: list[str | int] = Field(description='Where, e.g. ["body", "config", "max_cost_usd"].')
+    msg: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: one readable line, and for invalid input each problem."""
+
+    detail: str = Field(description="What went wrong, for a person.")
+    errors: list[FieldError] | None = Field(
+        default=None, description="Invalid input only (422): each problem, structured."
+    )
+
+
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI ``responses`` of a route that can answer ``codes``, all as ``ErrorBody``."""
+    return {code: {"model": ErrorBody, "description": MEANING[code]} for code in codes}
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -42,7 +85,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 def _answer(code: int) -> Handler:
-    async def handle(_request: Request, exc: Exception) -> JSONResponse:
+    async def handle(request: Request, exc: Exception) -> JSONResponse:
+        if code >= 500:  # the server's trouble, not the caller's: the log keeps it
+            log.error("%s %s answered %d: %s", request.method, request.url.path, code, exc)
         return JSONResponse({"detail": str(exc)}, status_code=code)
 
     return handle

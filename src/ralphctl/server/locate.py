@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from ralphctl.atomic import write_atomic
 
 TOKEN_FILE = "server-token"
 ADDRESS_FILE = "server.json"
@@ -70,13 +71,4 @@ def remove_address(directory: Path, pid: int) -> None:
 def write_private(path: Path, text: str) -> None:
     """Replace ``path`` atomically with ``text``; nobody but the owner can ever read it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        raise
+    write_atomic(path, text, mode=0o600)

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    TypeAdapter,
+    field_serializer,
+    field_validator,
+)
 
+from ralphctl.domain import numbers
 from ralphctl.domain.events import EventType
+from ralphctl.domain.money import round_costs, round_usd
 from ralphctl.store.records import (
     CheckpointRecord,
     ErrorRecord,
@@ -17,7 +30,32 @@ from ralphctl.store.records import (
     LoopRecord,
 )
 
-Duration = float | str  # seconds, or text such as "90s", "30m", "4h", "1h30m"
+if TYPE_CHECKING:
+    from ralphctl.store.metrics import Stats
+
+#: Whole numbers and amounts as ``ralphctl.domain.numbers`` accepts them, declared in the
+#: JSON Schema too (finite, bounded), then checked by the same function as flags and files.
+Count = Annotated[int, Field(ge=1, le=numbers.MAX_WHOLE)]
+BudgetUsd = Annotated[
+    float,
+    Field(gt=0, le=numbers.MAX_USD, allow_inf_nan=False, description="US dollars."),
+    AfterValidator(numbers.cost),
+]
+_SECONDS = Field(ge=0, le=numbers.MAX_SECONDS, allow_inf_nan=False)
+_DURATION_TEXT = Field(
+    min_length=1, max_length=64, description='Seconds, or text such as "90s", "30m", "4h", "1h30m".'
+)
+#: A duration: seconds, or text such as "90s", "30m", "4h", "1h30m"; stored as seconds.
+Duration = Annotated[
+    Annotated[float, _SECONDS] | Annotated[str, _DURATION_TEXT],
+    AfterValidator(partial(numbers.duration, allow_zero=True)),
+]
+PositiveDuration = Annotated[
+    Annotated[float, _SECONDS] | Annotated[str, _DURATION_TEXT],
+    AfterValidator(partial(numbers.duration, allow_zero=False)),
+]
+#: Dollars in a response, rounded to a millionth (``domain.money``): 0.45, not 0.45000000000000007.
+Usd = Annotated[float, PlainSerializer(round_usd, return_type=float)]
 
 
 class LoopCreate(BaseModel):
@@ -39,10 +77,10 @@ class LoopCreate(BaseModel):
     )
     agent: str | None = Field(default=None, min_length=1)
     script: str | None = Field(default=None, description="The scripted agent's script.")
-    max_iterations: int | None = Field(default=None, ge=1)
-    max_runtime: Duration | None = None
-    max_cost_usd: float | None = Field(default=None, gt=0)
-    max_tokens: int | None = Field(default=None, ge=1)
+    max_iterations: Count | None = None
+    max_runtime: PositiveDuration | None = None
+    max_cost_usd: BudgetUsd | None = None
+    max_tokens: Count | None = None
     cooldown: Duration | None = None
     config: dict[str, Any] = Field(
         default_factory=dict, description="Any other LoopConfig setting, by its name."
@@ -97,8 +135,8 @@ class Loop(BaseModel):
     stop_detail: str | None
     iteration: int
     max_iterations: int | None
-    cost_usd: float
-    max_cost_usd: float | None
+    cost_usd: Usd
+    max_cost_usd: Usd | None
     tokens_input: int
     tokens_output: int
     tokens_cache_read: int
@@ -118,9 +156,25 @@ class Loop(BaseModel):
             **{name: getattr(loop, name) for name in _LOOP_COPIED},
             status=str(loop.status),
             stop_reason=None if loop.stop_reason is None else str(loop.stop_reason),
-            max_iterations=loop.config.get("max_iterations"),
-            max_cost_usd=loop.config.get("max_cost_usd"),
+            max_iterations=_count_budget(loop.config.get("max_iterations")),
+            max_cost_usd=_usd_budget(loop.config.get("max_cost_usd")),
         )
+
+    @field_serializer("config")
+    def _config_costs(self, config: dict[str, Any]) -> dict[str, Any]:
+        return round_costs(config)  # type: ignore[no-any-return]
+
+
+def _count_budget(value: object) -> int | None:
+    """A stored count budget; None when unset (or not a whole number: not ours to guess)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _usd_budget(value: object) -> float | None:
+    """A stored cost budget; None when unset (a plugin loop's) or not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
 
 
 _LOOP_COPIED = set(Loop.model_fields) - {
@@ -142,7 +196,7 @@ class IterationOut(BaseModel):
     tokens_output: int
     tokens_cache_read: int
     tokens_cache_write: int
-    cost_usd: float | None
+    cost_usd: Usd | None
     cost_source: str | None
     exit_code: int | None
     completion_signal_found: bool
@@ -166,6 +220,10 @@ class CheckpointOut(BaseModel):
     commit_sha: str
     snapshot: dict[str, Any]
     created_at: datetime
+
+    @field_serializer("snapshot")
+    def _snapshot_costs(self, snapshot: dict[str, Any]) -> dict[str, Any]:
+        return round_costs(snapshot)  # type: ignore[no-any-return]
 
     @classmethod
     def of(cls, checkpoint: CheckpointRecord) -> CheckpointOut:
@@ -202,6 +260,10 @@ class Event(BaseModel):
     def of(cls, event: EventRecord) -> Event:
         return cls(**{name: getattr(event, name) for name in cls.model_fields})
 
+    @field_serializer("data")
+    def _data_costs(self, data: dict[str, Any]) -> dict[str, Any]:
+        return round_costs(data)  # type: ignore[no-any-return]
+
 
 class SnapshotData(BaseModel):
     loops: list[Loop]
@@ -218,15 +280,53 @@ class Snapshot(BaseModel):
     timestamp: datetime
 
 
-class StatsOut(BaseModel):
+class TallyOut(BaseModel):
+    """A number of loops and what they spent."""
+
     model_config = ConfigDict(from_attributes=True)
 
-    total_active: int
+    loops: int
+    cost_usd: Usd
+    iterations: int = Field(description="Iterations recorded, finished or not.")
+    tokens: int = Field(description="Input plus output tokens.")
+
+
+class ActiveTallyOut(TallyOut):
+    """The loops active now, by status, and what they have spent so far."""
+
+    pending: int
     running: int
     paused: int
-    total_cost: float
-    total_iterations: int
-    total_tokens: int
+    rate_limited: int
+
+
+class StatsOut(BaseModel):
+    """Which totals are for the loops active now, which for every loop the store holds."""
+
+    active: ActiveTallyOut = Field(
+        description="Loops active now (pending, running, paused, rate limited)."
+    )
+    all_time: TallyOut = Field(description="Every loop the store holds, ended or not.")
+    total_active: int = Field(deprecated=True, description="Use active.loops.")
+    running: int = Field(deprecated=True, description="Use active.running.")
+    paused: int = Field(deprecated=True, description="Use active.paused.")
+    total_cost: Usd = Field(deprecated=True, description="All-time: use all_time.cost_usd.")
+    total_iterations: int = Field(deprecated=True, description="All-time: use all_time.iterations.")
+    total_tokens: int = Field(deprecated=True, description="All-time: use all_time.tokens.")
+
+    @classmethod
+    def of(cls, stats: Stats) -> StatsOut:
+        everything = stats.all_time
+        return cls(
+            active=ActiveTallyOut(**asdict(stats.active), **stats.active_by_status),
+            all_time=TallyOut.model_validate(everything),
+            total_active=stats.active.loops,
+            running=stats.active_by_status["running"],
+            paused=stats.active_by_status["paused"],
+            total_cost=everything.cost_usd,
+            total_iterations=everything.iterations,
+            total_tokens=everything.tokens,
+        )
 
 
 class LoopCostOut(BaseModel):
@@ -236,7 +336,7 @@ class LoopCostOut(BaseModel):
     name: str
     status: str
     iterations: int
-    cost_usd: float
+    cost_usd: Usd
 
 
 class CompletionOut(BaseModel):
@@ -251,12 +351,17 @@ class HourCostOut(BaseModel):
 
     hour: str = Field(description="The UTC hour, e.g. 2026-03-01T12:00:00Z.")
     iterations: int
-    cost_usd: float
+    cost_usd: Usd
 
 
 class HealthOut(BaseModel):
+    """The server answers. ``database`` is ``degraded`` while the loop manager's writes fail
+    (``database_problem`` says why); found without asking the database, so never late."""
+
     status: Literal["ok"] = "ok"
     version: str
+    database: Literal["ok", "degraded"] = "ok"
+    database_problem: str | None = None
 
 
 #: What the WebSocket sends: one snapshot, then events.

@@ -4,13 +4,15 @@ Resuming with ``?since=SEQ`` misses nothing and repeats nothing: the live subscr
 taken first, the store is replayed after ``since`` page by page, and live events at or below
 the last seq sent are skipped. Without ``since`` the stream starts after the newest event
 stored when the snapshot was taken. A client that reads too slowly overflows its bounded
-queue and is disconnected (close code 1013) with the seq to resume from.
+queue and is disconnected (close code 1013) with the seq to resume from; a database that fails
+closes the stream with 1011, with the seq to resume from too.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Coroutine
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Annotated, Any, Protocol
 
@@ -19,36 +21,39 @@ import orjson
 from fastapi import Query, WebSocket, WebSocketDisconnect, status
 from starlette.concurrency import run_in_threadpool
 
+from ralphctl.domain.money import round_costs
 from ralphctl.engine.manager import LoopManager, Subscription
+from ralphctl.server.api.params import MAX_INT64
 from ralphctl.server.api.prometheus import Telemetry
-from ralphctl.server.auth import TokenAuth
 from ralphctl.server.schemas import Loop, Snapshot, SnapshotData
 from ralphctl.store import metrics
-from ralphctl.store.errors import LoopNotFound
+from ralphctl.store.errors import LoopNotFound, StoreError
 from ralphctl.store.records import EventRecord
 from ralphctl.store.repository import Store
 
 QUEUE_SIZE = 1000  # events a client may lag behind before it is dropped
 REPLAY_PAGE = 500
 TRY_AGAIN_LATER = 1013
+INTERNAL_ERROR = 1011
+SINCE = "Replay the events after this seq."
 
 
 async def events_socket(
     websocket: WebSocket,
-    since: Annotated[int | None, Query(ge=0, description="Replay the events after it.")] = None,
+    since: Annotated[int | None, Query(ge=0, le=MAX_INT64, description=SINCE)] = None,
     loop_id: Annotated[str | None, Query(description="Only this loop's events.")] = None,
 ) -> None:
-    """Authenticate (header or ``?token=``), then stream until either side goes away."""
-    auth: TokenAuth = websocket.app.state.auth
-    if auth.problem(websocket, allow_query=True):
-        await websocket.close(status.WS_1008_POLICY_VIOLATION)  # refused at the handshake
-        return
+    """Stream until either side goes away (``RequireToken`` has checked the token, and FastAPI
+    refuses a bad ``since`` with 1008)."""
     store: Store = websocket.app.state.store
     if loop_id is not None:
         try:
             loop_id = (await run_in_threadpool(store.get_loop, loop_id)).id
         except LoopNotFound as exc:
             await websocket.close(status.WS_1008_POLICY_VIOLATION, reason=str(exc)[:120])
+            return
+        except StoreError:
+            await websocket.close(INTERNAL_ERROR, reason="the database failed: reconnect later")
             return
     manager: LoopManager = websocket.app.state.manager
     telemetry: Telemetry = websocket.app.state.telemetry
@@ -86,6 +91,14 @@ class EventStream:
         self.last = 0  # the newest seq sent (or known to the client)
 
     async def send_all(self, since: int | None) -> None:
+        """Snapshot, replay, then live events; a database failure ends the stream (1011)."""
+        try:
+            await self._stream(since)
+        except StoreError:
+            reason = f"the database failed: reconnect with since={self.last}"
+            await self.websocket.close(INTERNAL_ERROR, reason=reason)
+
+    async def _stream(self, since: int | None) -> None:
         watermark = await self._snapshot()
         if since is None:
             self.last = watermark
@@ -133,8 +146,10 @@ class EventStream:
 
 
 def wire(event: EventRecord) -> str:
-    """``{event_type, loop_id, seq, data, timestamp}`` as JSON (UTC times end in ``Z``)."""
-    return orjson.dumps(event, option=orjson.OPT_UTC_Z).decode()
+    """``{event_type, loop_id, seq, data, timestamp}`` as JSON (UTC times end in ``Z``; costs
+    rounded to a millionth of a dollar, as in every JSON answer)."""
+    rounded = replace(event, data=round_costs(event.data))
+    return orjson.dumps(rounded, option=orjson.OPT_UTC_Z).decode()
 
 
 async def _until_disconnected(websocket: WebSocket) -> None:

@@ -1,11 +1,13 @@
 """Read-only aggregate queries over the store's tables: what the dashboard and ``/metrics`` show.
 
-Three are the seed's: total cost per loop, average iterations to completion, cost by hour.
-The others feed the Prometheus exposition (counts by status, totals, the newest event seq).
+Three are the seed's: total cost per loop, average iterations to completion, cost by hour;
+``stats`` is its ``get_stats``. The others feed the Prometheus exposition (counts by status,
+totals, the newest event seq).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -51,6 +53,66 @@ class Totals:
     cost_usd: float
     tokens: dict[str, int]  # input, output, cache_read, cache_write
     last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """A number of loops and what they spent: cost, recorded iterations, input+output tokens."""
+
+    loops: int
+    cost_usd: float
+    iterations: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """The loops active now (pending, running, paused, rate limited) and what they have spent
+    so far; every loop the store holds, ended or not, and what they spent all told."""
+
+    active: Tally
+    active_by_status: dict[str, int]  # every active status, 0 when none is in it
+    all_time: Tally
+
+
+def stats(store: Store) -> Stats:
+    """The seed's ``get_stats``, saying which totals are for active loops and which all-time."""
+    per_status = select(
+        loops.c.status,
+        func.count(),
+        func.coalesce(func.sum(loops.c.cost_usd), 0.0),
+        func.coalesce(func.sum(loops.c.tokens_input + loops.c.tokens_output), 0),
+    ).group_by(loops.c.status)
+    iterations_per_status = (
+        select(loops.c.status, func.count())
+        .select_from(iterations.join(loops, iterations.c.loop_id == loops.c.id))
+        .group_by(loops.c.status)
+    )
+    with _reading(store, "loop statistics") as conn:
+        rows = conn.execute(per_status).all()
+        iteration_counts: dict[str, int] = dict(conn.execute(iterations_per_status).all())
+    tallies = {
+        status: Tally(int(count), float(cost), iteration_counts.get(status, 0), int(tokens))
+        for status, count, cost, tokens in rows
+    }
+    active = [status for status in LoopStatus if status.is_active]
+    return Stats(
+        active=_sum(tally for status, tally in tallies.items() if status in active),
+        active_by_status={str(s): tallies[s].loops if s in tallies else 0 for s in active},
+        all_time=_sum(tallies.values()),
+    )
+
+
+def _sum(tallies: Iterable[Tally]) -> Tally:
+    total = Tally(0, 0.0, 0, 0)
+    for tally in tallies:
+        total = Tally(
+            total.loops + tally.loops,
+            total.cost_usd + tally.cost_usd,
+            total.iterations + tally.iterations,
+            total.tokens + tally.tokens,
+        )
+    return total
 
 
 def cost_per_loop(store: Store, limit: int = 100) -> list[LoopCost]:

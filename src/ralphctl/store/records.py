@@ -58,7 +58,8 @@ class IterationRecord:
     tokens_cache_read: int = 0
     tokens_cache_write: int = 0
     cost_usd: float | None = None
-    cost_source: str | None = None  # "reported" | "estimated" | None when unknown
+    # "reported" | "estimated" | "recovered" (read back after the runner died) | None: unknown
+    cost_source: str | None = None
     exit_code: int | None = None
     completion_signal_found: bool = False
     blocked_reason: str | None = None
@@ -76,6 +77,19 @@ class IterationRecord:
     # later process recognise, and stop, an agent whose runner died (engine/orphans).
     agent_pid: int | None = None
     agent_started_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveredUsage:
+    """What an interrupted iteration's agent spent, read back from what it left (its
+    transcript): recorded on the iteration with ``cost_source = "recovered"``."""
+
+    tokens_input: int = 0
+    tokens_output: int = 0
+    tokens_cache_read: int = 0
+    tokens_cache_write: int = 0
+    cost_usd: float | None = None
+    agent_session_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,24 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, bindparam, func, insert, select, update
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Insert,
+    Row,
+    Table,
+    bindparam,
+    case,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.exc import SQLAlchemyError
 
+from ralphctl.domain.costs import CostSource
 from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.store.database import cause_of, open_engine
 from ralphctl.store.errors import LoopNotFound, StoreError
@@ -25,6 +40,7 @@ from ralphctl.store.records import (
     EventRecord,
     IterationRecord,
     LoopRecord,
+    RecoveredUsage,
 )
 from ralphctl.store.schema import checkpoints, errors, events, iterations, loops
 from ralphctl.store.url import mask, resolve_url
@@ -37,6 +53,7 @@ INTERRUPTED_MESSAGE = "interrupted: the runner stopped before the iteration fini
 _EVENTS_LOCK_KEY = 0x7261_6C65
 _LOOP_KEYS = frozenset({"id", "created_at"})
 _ITERATION_KEYS = frozenset({"loop_id", "n"})
+_ENUM_COLUMNS = frozenset({"status", "stop_reason"})
 
 # Hot-path statements are built once: SQLAlchemy then reuses their compiled form (the SET
 # clause comes from the parameter keys), which keeps a loop iteration's bookkeeping cheap.
@@ -124,9 +141,67 @@ class Store:
             return [_loop(row) for row in conn.execute(query)]
 
     def save_loop(self, loop: LoopRecord) -> LoopRecord:
-        """Write back every mutable field; returns the record with its new ``updated_at``."""
+        """Write back every mutable field; returns the record with its new ``updated_at``.
+
+        For a loop's only writer (its runner). Writers that may overlap (the Stop hook's
+        history) use ``create_loop_once``, ``add_finished_iteration`` and ``end_loop``, whose
+        updates are guarded, so the row never goes back to a state read before."""
         with self.transaction("save the loop") as conn:
             return _update_loop(conn, loop)
+
+    def create_loop_once(self, loop: LoopRecord) -> bool:
+        """Store ``loop`` unless a loop with its id exists; True if this call created it."""
+        stored = replace(loop, updated_at=_now())
+        with self.transaction("create the loop") as conn:
+            statement = _insert_once(conn, loops, _loop_values(stored), [loops.c.id])
+            return bool(conn.execute(statement).rowcount)
+
+    def add_finished_iteration(
+        self,
+        iteration: IterationRecord,
+        advance: Mapping[str, Any],
+        events: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> list[EventRecord] | None:
+        """Store an iteration that is over, with its events, unless it is stored already, and
+        move its loop forward to it, in one transaction.
+
+        The loop gets ``advance`` (its ``iteration`` = this iteration's number, and any other
+        columns) only while it is behind: writers arriving in any order never move it back.
+        Returns the stored events, or None (nothing written) if the iteration was there.
+        """
+        n = iteration.n
+        with self.transaction(f"record iteration {n}") as conn:
+            keys = [iterations.c.loop_id, iterations.c.n]
+            statement = _insert_once(conn, iterations, _values(iteration), keys)
+            if not conn.execute(statement).rowcount:
+                return None
+            behind = (loops.c.id == iteration.loop_id) & (loops.c.iteration < n)
+            moved = {**advance, "iteration": n, "updated_at": _now()}
+            conn.execute(update(loops).where(behind).values(moved))
+            return _insert_events(conn, iteration.loop_id, events)
+
+    def end_loop(
+        self,
+        loop_id: str,
+        changes: Mapping[str, Any],
+        events: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> list[EventRecord] | None:
+        """Give a loop that is still active its final ``changes`` (status, stop reason…) and
+        ``events``, in one transaction. Returns the stored events, or None (nothing written)
+        if it had ended already: a late or repeated writer never changes how a loop ended."""
+        active = [str(status) for status in LoopStatus if status.is_active]
+        values = {
+            key: str(v) if key in _ENUM_COLUMNS and v is not None else v
+            for key, v in changes.items()
+        }
+        with self.transaction("record the end of the loop") as conn:
+            still = (loops.c.id == loop_id) & loops.c.status.in_(active)
+            ended = conn.execute(
+                update(loops).where(still).values({**values, "updated_at": _now()})
+            )
+            if not ended.rowcount:
+                return None
+            return _insert_events(conn, loop_id, events)
 
     # Iterations
 
@@ -174,10 +249,14 @@ class Store:
             return [IterationRecord(**row._mapping) for row in conn.execute(query)]
 
     def interrupt_running_iterations(
-        self, loop_id: str, notes: Mapping[int, str] | None = None
+        self,
+        loop_id: str,
+        notes: Mapping[int, str] | None = None,
+        recovered: Mapping[int, RecoveredUsage] | None = None,
     ) -> list[int]:
         """Mark iterations left ``running`` (by a runner that died) as interrupted; ``notes``
-        adds to the error message of some of them (by number)."""
+        adds to the error message of some of them (by number), ``recovered`` records what some
+        of them spent (and adds it to the loop's totals), all in one transaction."""
         query = (
             update(iterations)
             .where(iterations.c.loop_id == loop_id, iterations.c.status == "running")
@@ -191,7 +270,34 @@ class Store:
                     message = f"{INTERRUPTED_MESSAGE}; {note}"
                     keys = {"key_loop_id": loop_id, "key_n": n}
                     conn.execute(_UPDATE_ITERATION, {"error_message": message} | keys)
+            for n, usage in (recovered or {}).items():
+                if n in interrupted:
+                    _record_recovered(conn, loop_id, n, usage)
             return interrupted
+
+    def record_unrecorded(
+        self, iteration: IterationRecord, events: Sequence[tuple[str, dict[str, Any]]] = ()
+    ) -> list[EventRecord] | None:
+        """Record an iteration the store refused before (kept in ``engine/unrecorded``'s
+        journal), exactly once, in one transaction: a finished one replaces its ``running``
+        row (or is added) with its events, and grows its loop's totals by what it spent; one
+        only begun is added as ``running``. Returns the stored events, or None (nothing
+        written) when the iteration is recorded already."""
+        n = iteration.n
+        key = (iterations.c.loop_id == iteration.loop_id) & (iterations.c.n == n)
+        finished = iteration.status != "running"
+        with self.transaction(f"record iteration {n} kept outside the database") as conn:
+            status = conn.execute(select(iterations.c.status).where(key)).scalar_one_or_none()
+            if status is None:
+                conn.execute(_INSERT_ITERATION, _values(iteration))
+            elif status == "running" and finished:
+                values = {k: v for k, v in _values(iteration).items() if k not in _ITERATION_KEYS}
+                conn.execute(update(iterations).where(key).values(values))
+            else:
+                return None
+            if finished:
+                _grow_loop(conn, iteration)
+            return _insert_events(conn, iteration.loop_id, events)
 
     def iterations(self, loop_id: str) -> list[IterationRecord]:
         query = select(iterations).where(iterations.c.loop_id == loop_id).order_by(iterations.c.n)
@@ -304,6 +410,48 @@ def _update_loop(conn: Connection, loop: LoopRecord) -> LoopRecord:
     if result.rowcount == 0:
         raise LoopNotFound(f"no loop with id {loop.id!r}")
     return stored
+
+
+def _record_recovered(conn: Connection, loop_id: str, n: int, usage: RecoveredUsage) -> None:
+    """The iteration's usage, and the loop's totals grown by it (atomically, in the database)."""
+    tokens = {
+        "tokens_input": usage.tokens_input,
+        "tokens_output": usage.tokens_output,
+        "tokens_cache_read": usage.tokens_cache_read,
+        "tokens_cache_write": usage.tokens_cache_write,
+    }
+    keys = {"key_loop_id": loop_id, "key_n": n}
+    source = str(CostSource.RECOVERED) if usage.cost_usd is not None else None
+    spent = {"cost_usd": usage.cost_usd, "cost_source": source}
+    session = {"agent_session_id": usage.agent_session_id} if usage.agent_session_id else {}
+    conn.execute(_UPDATE_ITERATION, tokens | spent | session | keys)
+    grown = {name: loops.c[name] + value for name, value in tokens.items()}
+    grown["cost_usd"] = loops.c.cost_usd + (usage.cost_usd or 0.0)
+    conn.execute(update(loops).where(loops.c.id == loop_id).values(grown))
+
+
+def _grow_loop(conn: Connection, done: IterationRecord) -> None:
+    """The loop's totals grown by a finished iteration, its count moved up to it."""
+    grown = {
+        name: loops.c[name] + getattr(done, name)
+        for name in ("tokens_input", "tokens_output", "tokens_cache_read", "tokens_cache_write")
+    }
+    grown["cost_usd"] = loops.c.cost_usd + (done.cost_usd or 0.0)
+    grown["iteration"] = case((loops.c.iteration < done.n, done.n), else_=loops.c.iteration)
+    conn.execute(update(loops).where(loops.c.id == done.loop_id).values(grown))
+
+
+def _insert_once(
+    conn: Connection, table: Table, values: Mapping[str, Any], keys: Sequence[Column[Any]]
+) -> Insert:
+    """``INSERT … ON CONFLICT (keys) DO NOTHING`` in the connection's dialect."""
+    if conn.dialect.name == "postgresql":
+        # Imported here: a connected PostgreSQL engine has loaded it already, and a SQLite
+        # run (``ralphctl run``'s default) is spared its import (tens of ms of CPU).
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert(table).values(values).on_conflict_do_nothing(index_elements=keys)
+    return sqlite.insert(table).values(values).on_conflict_do_nothing(index_elements=keys)
 
 
 def _insert_events(

@@ -21,6 +21,7 @@ from sqlalchemy import (
     Identity,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -28,7 +29,7 @@ from sqlalchemy import (
     TypeDecorator,
 )
 
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -172,4 +173,18 @@ checkpoints = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Index("ix_checkpoints_loop_id", "loop_id"),
     sqlite_autoincrement=True,
+)
+
+# One iteration's raw agent output (stdout, every byte), as zlib-compressed chunks in order
+# (``seq`` from 0), each decompressible alone: written as the output arrives, so what an agent
+# printed survives a runner killed at any moment. ``raw_bytes`` is the chunk's size unpacked.
+transcript_chunks = Table(
+    "transcript_chunks",
+    metadata,
+    Column("loop_id", String, _loop_fk(), primary_key=True),
+    Column("n", Integer, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+    Column("raw_bytes", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
 )

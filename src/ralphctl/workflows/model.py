@@ -126,6 +126,24 @@ class Workflow(_Strict):
         """The template with its first ``{input}`` replaced; everything else stays literal."""
         return self.prompt_template.replace(INPUT_PLACEHOLDER, text, 1)
 
+    def loop_settings(self) -> dict[str, Any]:
+        """The settings (``LoopConfig`` fields) of the loop that runs this workflow, in either
+        mode: its marker and bound, its tracker template and continue message (a loop, not a
+        single run), and its plugins."""
+        loop = self.loop
+        settings: dict[str, Any] = {
+            "completion_signal": loop.completion_marker,
+            "max_iterations": loop.max_iterations if loop.enabled else 1,
+        }
+        if loop.enabled:
+            settings |= {
+                "tracker_template": loop.tracker_template,
+                "continue_message": loop.continue_message,
+            }
+        if self.plugins:
+            settings["plugins"] = list(self.plugins)
+        return settings
+
     def to_json(self) -> dict[str, Any]:
         """The workflow as ``workflow.json`` keys, with the tracker template resolved."""
         return self.model_dump(mode="json", by_alias=True)

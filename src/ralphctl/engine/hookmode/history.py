@@ -1,17 +1,25 @@
 """The store side of a hook-mode loop: iterations begun and completed as the Stops come,
 settled against each ``claude`` run's reported totals, the loop's start and end, events.
+
+Writes are queued on the store's thread (``engine/storethread``), in order, as the Stops come:
+the event loop, which answers the session's hook (and, under ``serve``, every other loop and
+HTTP request), never waits on the database. Events are published once stored, in order. The
+first failed write (StoreError, or a bug) fails every later one and is reported to
+``on_failure``; ``begin_loop`` and ``end`` raise it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from ralphctl.domain.conditions import Action, Decision
 from ralphctl.domain.config import LoopConfig
@@ -19,6 +27,7 @@ from ralphctl.domain.costs import Cost
 from ralphctl.domain.events import EventType
 from ralphctl.domain.model import IterationResult, PermissionDenial, TokenUsage
 from ralphctl.domain.states import LoopStatus, transition
+from ralphctl.engine import storethread
 from ralphctl.engine.hookmode.attribution import settle
 from ralphctl.engine.hookmode.usage import Usage
 from ralphctl.engine.record import iteration_events, loop_totals, summary
@@ -28,6 +37,9 @@ from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 
 if TYPE_CHECKING:
     from ralphctl.store.repository import Store
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 _END_EVENT = {
     LoopStatus.PAUSED: EventType.PAUSED,
@@ -39,7 +51,8 @@ _END_EVENT = {
 
 
 class History:
-    """Records one hook-mode loop. ``open`` is the iteration running now, if any."""
+    """Records one hook-mode loop. ``open`` is the iteration running now, if any;
+    ``on_failure`` learns of the first store write that failed."""
 
     def __init__(
         self,
@@ -62,6 +75,10 @@ class History:
         self._ran_before = loop.runtime_s  # before a pause
         self._started = time.monotonic()
         self._state = StateWriter(self.workdir, self._state_failed)
+        self.on_failure: Callable[[Exception], None] | None = None
+        self._failure: Exception | None = None  # set on the store's thread
+        self._failure_told = False
+        self._last_write: asyncio.Future[Any] | None = None
 
     @property
     def workdir(self) -> Path:
@@ -81,11 +98,12 @@ class History:
             loop.tokens_input, loop.tokens_output, loop.tokens_cache_read, loop.tokens_cache_write
         )
 
-    def begin_loop(self, data: dict[str, Any]) -> None:
-        """The loop starts, or (paused before) resumes."""
+    async def begin_loop(self, data: dict[str, Any]) -> None:
+        """The loop starts, or (paused before) resumes; StoreError if that cannot be stored."""
         transition(self.loop.status, LoopStatus.RUNNING)
         resumed = self.loop.started_at is not None
-        self.loop = self.store.save_loop(
+        self.loop = await self._stored(
+            self.store.save_loop,
             replace(
                 self.loop,
                 status=LoopStatus.RUNNING,
@@ -94,10 +112,13 @@ class History:
                 started_at=self.loop.started_at or _now(),
                 runner_pid=os.getpid(),
                 runner_host=socket.gethostname(),
-            )
+            ),
         )
         data = {"iteration": self.loop.iteration, "config": self.config.to_json(), **data}
         self.publish(EventType.RESUMED if resumed else EventType.STARTED, data)
+        await self.written()
+        if self._failure is not None:
+            raise self._failure
         self.write_state()
 
     def agent_started(self, pid: int, at: float) -> None:
@@ -105,7 +126,8 @@ class History:
         it runs record it, the open one too."""
         self._agent_pid, self._agent_started_at = pid, datetime.fromtimestamp(at, UTC)
         if self.open is not None:
-            self.store.set_iteration_agent(self.loop.id, self.open.n, pid, self._agent_started_at)
+            started = self._agent_started_at
+            self._write(self.store.set_iteration_agent, self.loop.id, self.open.n, pid, started)
             self.open = replace(self.open, agent_pid=pid, agent_started_at=self._agent_started_at)
 
     def agent_ended(self) -> None:
@@ -120,7 +142,7 @@ class History:
             agent_pid=self._agent_pid,
             agent_started_at=self._agent_started_at,
         )
-        self.store.begin_iteration(started)
+        self._write(self.store.begin_iteration, started)
         self.open = started
         self.publish(EventType.ITERATION_STARTED, {"iteration": n})
 
@@ -170,7 +192,7 @@ class History:
         )
         self.loop = loop_totals(self.loop, done, runtime_s=self.runtime(), breaker=None)
         events = iteration_events(done, result, self.loop, self.config.permission_mode)
-        self.deliver(self.store.complete_iteration(done, self.loop, events))
+        self._write(self.store.complete_iteration, done, self.loop, events, publish=True)
         self.open = None
         self._run.append(done)
         self._all.append(done)
@@ -203,7 +225,7 @@ class History:
         correction = loop.cost_usd - self.loop.cost_usd
         self.loop = loop
         for after in settled[:-1]:
-            self.store.complete_iteration(after, loop)
+            self._write(self.store.complete_iteration, after, loop)
         event = {
             "iteration": settled[-1].n,
             "cost_usd": correction,
@@ -211,9 +233,8 @@ class History:
             "total_usd": loop.cost_usd,
             "settled_iterations": [it.n for it in settled],
         }
-        self.deliver(
-            self.store.complete_iteration(settled[-1], loop, [(EventType.COST_INCURRED, event)])
-        )
+        cost_event = [(str(EventType.COST_INCURRED), event)]
+        self._write(self.store.complete_iteration, settled[-1], loop, cost_event, publish=True)
         numbers = {it.n: it for it in settled}
         self._all = [numbers.get(it.n, it) for it in self._all]
         self.write_state()
@@ -237,7 +258,7 @@ class History:
         )
         self.write_state()
         await self.flush()
-        self.loop = self.store.save_loop(self.loop)
+        self.loop = await self._stored(self.store.save_loop, self.loop)
         why = reason and str(reason)
         changed = {"status": str(status), "reason": why, "detail": decision.detail}
         self.publish(EventType.STATE_CHANGED, changed)
@@ -248,18 +269,26 @@ class History:
             "runtime_s": round(self.loop.runtime_s, 3),
         }
         self.publish(_END_EVENT[status], {"reason": why, **totals})
+        await self.written()
+        if self._failure is not None:
+            raise self._failure
         return self.loop
+
+    def save_loop(self, loop: LoopRecord) -> None:
+        """The loop changed (parked, running again): queue its write."""
+        self.loop = loop
+        self._write(self.store.save_loop, loop)
 
     def error(self, kind: str, message: str, context: dict[str, Any]) -> None:
         n = self.open.n if self.open else self.loop.iteration
-        self.store.add_error(self.loop.id, n, kind, message, context)
+        self._write(self.store.add_error, self.loop.id, n, kind, message, context)
         self.publish(EventType.ERROR, {"iteration": n, "message": message})
 
     def warn(self, message: str) -> None:
         self.publish(EventType.WARNING, {"message": message})
 
     def publish(self, event_type: EventType, data: dict[str, Any]) -> None:
-        self.deliver([self.store.append_event(self.loop.id, str(event_type), data)])
+        self._write(self.store.append_event, self.loop.id, str(event_type), data, publish=True)
 
     def deliver(self, stored: list[EventRecord]) -> None:
         if self.observer is not None:
@@ -270,8 +299,53 @@ class History:
         self._state.submit(render_state(self.loop, self._all))
 
     async def flush(self) -> None:
-        """Wait until ``.ralph/state.json`` shows the last state written."""
+        """Wait until ``.ralph/state.json`` shows the last state written, and the store every
+        write queued."""
         await self._state.flush()
+        await self.written()
+
+    async def written(self) -> None:
+        """Wait until every queued store write is done (failed or not)."""
+        if self._last_write is not None:
+            await asyncio.wait([self._last_write])
+
+    def _write(self, call: Callable[..., Any], *args: Any, publish: bool = False) -> None:
+        """Queue a store write; with ``publish``, what it returns (events) is published, from
+        the store's thread (``engine/storethread``)."""
+        if publish:
+            future = storethread.submit_delivering(
+                self.store, self._deliver_stored, self._guarded, call, *args
+            )
+        else:
+            future = storethread.submit(self.store, self._guarded, call, *args)
+        future.add_done_callback(self._written)
+        self._last_write = future
+
+    async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """A store call's result, after every write queued before it."""
+        return await storethread.run(self.store, self._guarded, partial(call, *args, **kwargs))
+
+    def _guarded(self, call: Callable[..., T], *args: Any) -> T:
+        """On the store's thread: ``call``, unless an earlier write failed."""
+        if self._failure is not None:
+            raise self._failure
+        try:
+            return call(*args)
+        except Exception as exc:
+            self._failure = exc
+            raise
+
+    def _deliver_stored(self, stored: EventRecord | list[EventRecord]) -> None:
+        self.deliver(stored if isinstance(stored, list) else [stored])
+
+    def _written(self, future: asyncio.Future[Any]) -> None:
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if isinstance(exc, Exception) and not self._failure_told:
+            self._failure_told = True
+            if self.on_failure is not None:
+                self.on_failure(exc)
 
     def _state_failed(self, exc: OSError) -> None:
         self.warn(f"cannot write .ralph/state.json: {exc.strerror or exc}")

@@ -41,6 +41,10 @@ def session_of(loop: LoopRecord) -> Session:
         return _continued(loop, path, tracker)
     if tracker is None or tracker.fields.get("active") is not True:
         raise HookModeError(f"the loop's tracker {path} is gone or no longer active")
+    try:  # edited while the loop was queued? its budgets are checked as every Stop checks them
+        loop_state(tracker, time.time())
+    except CorruptTracker as exc:
+        raise HookModeError(f"the loop's tracker {path} is corrupt: {exc}") from None
     update_fields(path, {"started_at": iso(time.time())})
     prompt = first_prompt(loop.task, _armed(path, tracker.fields))
     return Session(loop.agent_session_id, path, prompt)

@@ -5,7 +5,9 @@ records it (``stops``). When the ``claude`` process ends while the loop is still
 Claude Code ended the session by itself: after a block (its block cap) the session is
 resumed with the loop's continue message; after an error (or without a Stop) the running
 iteration is recorded as an error and the session resumed after a back-off, until the
-circuit breaker's threshold of consecutive errors. Every resume is bounded by the budgets.
+circuit breaker's threshold of consecutive errors. A run ended by a usage limit is no error:
+the loop is parked until the limit resets, then the same session goes on (``parking``). Every
+resume is bounded by the budgets.
 
 A pause ends the session's turn at a Stop (or at once, interrupting it); the loop's next
 runner continues the same session with ``--resume``.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ralphctl.agents.base import AgentAdapter, AgentUnavailable
@@ -28,15 +31,20 @@ from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.model import IterationResult
 from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.domain.stoprules import Budgets, Totals
+from ralphctl.domain.usage_limits import UsageLimit
 from ralphctl.engine.hookmode.attribution import SessionTotals
+from ralphctl.engine.hookmode.guards import HookBreaker
 from ralphctl.engine.hookmode.history import History
+from ralphctl.engine.hookmode.parking import limit_detail, session_usage_limit, wait_out
 from ralphctl.engine.hookmode.server import StopServer
 from ralphctl.engine.hookmode.session import Session, session_command
 from ralphctl.engine.hookmode.sockets import listening_path
 from ralphctl.engine.hookmode.stops import Stops
 from ralphctl.engine.hookmode.trackerfile import TrackerFile
 from ralphctl.engine.hookmode.usage import MeteredParser
+from ralphctl.engine.request import ignored_settings
 from ralphctl.engine.runner import INTERRUPTED, Interruption, LoopObserver, RunControl
+from ralphctl.engine.transcript_writer import SessionTranscripts
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.stop import BLOCK
 from ralphctl.store.records import LoopRecord
@@ -53,6 +61,8 @@ _INTERRUPTED_AS = {
     Interruption.PAUSE: PAUSED,
     Interruption.SUSPEND: Decision(Action.PAUSE, None, "paused as its runner shut down"),
 }
+#: What a stop or pause request that ends a usage-limit wait makes of the loop.
+_REQUESTED = {ExternalSignal.STOP: STOP_REQUESTED, ExternalSignal.PAUSE: PAUSED}
 CAPPED = (
     "Claude Code ended the session itself after a block (its block cap, "
     "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, or its own limits): that is not a completion; "
@@ -86,9 +96,11 @@ class HookLoopRunner:
         self.history = History(store, loop, config, observer=observer)
         self.tracker = TrackerFile(session.tracker, self.history.warn)
         meter = MeteredParser(adapter.new_parser(), config.prices)
+        self.breaker = HookBreaker(self.history, config.breaker)
         self.stops = Stops(
-            self.history, session, self.tracker, config, self.control, meter, external
+            self.history, session, self.tracker, config, self.control, meter, self.breaker, external
         )
+        self.history.on_failure = self.stops.recording_failed  # its writes are queued
         # A paused session's reported totals so far are what the loop has recorded.
         self._runs = SessionTotals(config.prices, self.history.tokens(), loop.cost_usd)
 
@@ -104,7 +116,11 @@ class HookLoopRunner:
     async def run(self) -> LoopRecord:
         """Run the session until the loop ends; returns the final record."""
         history = self.history
-        history.begin_loop({"session_id": self.session.session_id, "tracker": self.tracker.path})
+        await history.begin_loop(
+            {"session_id": self.session.session_id, "tracker": self.tracker.path}
+        )
+        for message in ignored_settings(self.config, self.adapter):
+            history.warn(message)
         try:
             with listening_path(self.loop.id) as socket_path:
                 on_stop = self.stops.on_stop
@@ -122,10 +138,12 @@ class HookLoopRunner:
                     self.tracker.pause(iteration=self.loop.iteration)
                 else:
                     self.tracker.end(self.loop.stop_reason or StopReason.INTERRUPTED)
+            self.breaker.close()
             await history.flush()
 
     async def _drive(self, socket_path: str, server: StopServer) -> Decision:
         prompt, resume = self.session.prompt, self.session.resume
+        await self.breaker.start()
         self.history.begin(self.loop.iteration + 1)
         while True:
             try:
@@ -134,6 +152,7 @@ class HookLoopRunner:
                 self.history.complete("error", error=str(exc))
                 return Decision(Action.STOP, StopReason.AGENT_UNAVAILABLE, str(exc))
             await server.settled()  # the last Stops are recorded before the end is judged
+            await self.history.written()
             if self.stops.fatal is not None:
                 raise self.stops.fatal
             decision = await self._after_run(result, resume)
@@ -157,6 +176,7 @@ class HookLoopRunner:
             loop_id=self.loop.id,
             workdir=self.history.workdir,
         )
+        transcripts = SessionTranscripts(self.history.store, self.loop.id, self._output_iteration)
         try:
             return await run_agent(
                 command,
@@ -165,10 +185,14 @@ class HookLoopRunner:
                 timeout=None if left.runtime_s is None else max(MIN_RUN_TIMEOUT_S, left.runtime_s),
                 on_event=self._agent_event,
                 on_spawn=self.history.agent_started,
+                on_output=transcripts.write,
                 interrupt=self.control.interrupt,
                 force=self.control.force,
             )
         finally:
+            await transcripts.close()
+            for problem in transcripts.problems:
+                self.history.warn(problem)
             self.history.agent_ended()
 
     async def _after_run(self, result: IterationResult, resumed: bool) -> Decision | None:
@@ -180,9 +204,15 @@ class HookLoopRunner:
             stops.catch_up_with(fields)
         active = fields is not None and fields.get("active") is True
         capped = self._capped(result, fields, interrupted)
+        limit = None
         if history.open is not None and not capped and stops.ended is None:
-            self._cut_short(result, interrupted)
+            limit = None if interrupted else self._usage_limit(result)
+            if limit is None:
+                self._cut_short(result, interrupted)
+            else:
+                self._parked(result, limit)
         history.settle(self._runs.of_run(result, stops.meter.reported, resumed=resumed))
+        await self.breaker.settled()
         if stops.ended is not None:
             return stops.ended
         if stops.paused:
@@ -193,13 +223,24 @@ class HookLoopRunner:
             return Decision(Action.STOP, StopReason.USER_STOP, "the loop's tracker was removed")
         if not active:
             return _ended_by_tracker(fields)
+        if (trip := self.breaker.tripped) is not None:
+            return Decision(Action.STOP, StopReason.CIRCUIT_BREAKER, trip)
         decision = evaluate(self._totals(), self._budgets())
         if decision.action is not Action.CONTINUE:
             return decision
         if capped:
             history.warn(CAPPED)
             return None
-        if await self._back_off():
+        if limit is not None:
+            signal = await wait_out(history, limit, self.control.interrupt, stops.external)
+            if self.control.interrupt.is_set():
+                return INTERRUPTED
+            if signal is not None:
+                return _REQUESTED[signal]
+            waited = evaluate(self._totals(), self._budgets())  # the runtime ran on meanwhile
+            if waited.action is not Action.CONTINUE:
+                return waited
+        elif await self._back_off():
             return INTERRUPTED
         following = self.loop.iteration + 1
         self.tracker.update({"iteration": following, "last_decision": None})
@@ -232,8 +273,30 @@ class HookLoopRunner:
             kind = f"api_error_{result.api_error_status}" if result.api_error_status else "agent"
             context = {"exit_code": result.exit_code, "stderr_tail": result.stderr_tail[-4000:]}
             self.history.error(kind, error, context)
-        denials = self.stops.denials()
-        self.history.complete(status, result.final_text, usage, error=error, denials=denials)
+        activity = self.stops.activity.take()
+        n = self.history.running()
+        self.history.complete(
+            status, result.final_text, usage, error=error, denials=activity.denials
+        )
+        if not interrupted:  # the run's result spans the session: judge this iteration's part
+            iteration = replace(
+                result, tool_uses=activity.tool_uses, permission_denials=activity.denials
+            )
+            self.breaker.judge(n, iteration)
+
+    def _usage_limit(self, result: IterationResult) -> UsageLimit | None:
+        """The usage limit that ended the session's run: the loop is parked, not failed."""
+        if not result.is_error or result.timed_out:
+            return None
+        return session_usage_limit(result, self.config.usage_limit_wait)
+
+    def _parked(self, result: IterationResult, limit: UsageLimit) -> None:
+        """The running iteration was cut short by a usage limit: recorded, but no error."""
+        usage, denials = self.stops.meter.take(), self.stops.activity.take().denials
+        detail = limit_detail(limit)
+        self.history.complete(
+            "rate_limited", result.final_text, usage, error=detail, denials=denials
+        )
 
     async def _back_off(self) -> bool:
         """Wait before resuming after an error; True if interrupted meanwhile."""
@@ -265,6 +328,12 @@ class HookLoopRunner:
             tokens=tokens_for_budget(self.history.tokens(), include_cache=include_cache),
             consecutive_errors=self.loop.consecutive_errors,
         )
+
+    def _output_iteration(self) -> int:
+        """The iteration the session's output belongs to: the open one; after the last Stop
+        (the run's closing lines), the last one."""
+        open_ = self.history.open
+        return open_.n if open_ else max(self.history.loop.iteration, 1)
 
     def _agent_event(self, event: AgentEvent) -> None:
         self.stops.on_agent_event(event)

@@ -1,18 +1,19 @@
-"""Everything ``ralphctl run --mode hook`` does before the session: check the options, arm
-the tracker of a new session, create the loop; the terminal side is the CLI's."""
+"""What hook mode needs before its session, for the loop-start service (``engine.starting``):
+its checks (the agent's capabilities, agent arguments, fresh-only settings), arming the
+tracker of a new session and storing its loop, and the session's command for ``--dry-run``."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ralphctl.agents.base import AgentAdapter, AgentCommand
+from ralphctl.agents.base import AgentAdapter, AgentCommand, AgentUnavailable
+from ralphctl.agents.registry import same_session_agents
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.defaults import CONTINUE_MESSAGE
-from ralphctl.engine.hookmode.session import Session, reserved_args, session_command
+from ralphctl.engine.hookmode.session import Session, session_command
 from ralphctl.engine.hookmode.sockets import runtime_dir
 from ralphctl.engine.loops import new_loop
 from ralphctl.hook.arming import DEFAULT_TEMPLATE, Armed, ArmError, arm
@@ -22,16 +23,16 @@ from ralphctl.store.records import LoopRecord
 if TYPE_CHECKING:
     from ralphctl.store.repository import Store
 
-#: Options of fresh mode that mean nothing in one long session (given: refused).
-NOT_IN_HOOK_MODE = {
-    "cooldown": "--cooldown",
-    "checkpoint_interval": "--checkpoint-interval",
-    "checkpoint_branch": "--checkpoint-branch",
-    "iteration_timeout": "--iteration-timeout",
-    "gates": "--gate",
-    "max_calls_per_hour": "--max-calls-per-hour",
-    "script": "--script",
-}
+#: Settings of fresh mode that mean nothing in one long session (given: refused).
+FRESH_ONLY = (
+    "cooldown",
+    "checkpoint_interval",
+    "checkpoint_branch",
+    "iteration_timeout",
+    "gates",
+    "max_calls_per_hour",
+    "script",
+)
 
 
 class HookModeError(ValueError):
@@ -46,24 +47,23 @@ class Prepared:
     session: Session
 
 
-def fresh_only(settings: Mapping[str, Any]) -> list[str]:
-    """The settings given (not None) that only fresh mode has."""
-    return [key for key in NOT_IN_HOOK_MODE if settings.get(key) is not None]
-
-
-def check(config: LoopConfig, flags: Mapping[str, Any]) -> None:
-    """Refuse what hook mode cannot honour: fresh-only options, other agents, and agent
-    arguments that would take the session or its settings out of the runner's hands."""
-    given = [NOT_IN_HOOK_MODE[key] for key in fresh_only(flags)]
-    if given:
-        raise HookModeError(f"{', '.join(given)}: not available with --mode hook (one session)")
-    if config.agent != "claude":
-        raise HookModeError(f"--mode hook runs Claude Code only, not the {config.agent} agent")
-    if reserved := reserved_args(config.agent_args):
+def check_hook_mode(config: LoopConfig, adapter: AgentAdapter) -> None:
+    """Refuse what hook mode cannot honour: an agent that cannot keep one session going
+    (a Stop hook, and resuming the session when the agent ends it), and agent arguments that
+    would take the session or its settings out of the runner's hands (the adapter's command
+    says so)."""
+    capabilities = adapter.capabilities
+    if not (capabilities.same_session and capabilities.resume):
         raise HookModeError(
-            f"--agent-args {' '.join(reserved)}: --mode hook sets the session and its "
-            "settings itself"
+            f"hook mode keeps one session going through its Stop hook, which the "
+            f"{adapter.name} agent cannot do; agents that can: {', '.join(same_session_agents())}"
         )
+    try:
+        preview(adapter, config, Path.cwd())
+    except AgentUnavailable:
+        pass  # e.g. a plugin not installed: the availability check says so (check_agent_ready)
+    except ValueError as exc:
+        raise HookModeError(f"agent_args: {exc}") from None
 
 
 def prepare(
@@ -80,7 +80,7 @@ def prepare(
     """Arm the tracker of a new session and create its ``mode="hook"`` loop (same id: the
     tracker's, or ``loop_id``, which then becomes the tracker's)."""
     session_id = str(uuid.uuid4())
-    armed = _arm(root, task, session_id, config, workflow)
+    armed = _arm(root, task, session_id, config)
     if loop_id is not None:
         update_fields(armed.path, {"loop_id": loop_id})
     tracker = load(armed.path)
@@ -122,8 +122,9 @@ def preview(adapter: AgentAdapter, config: LoopConfig, root: Path) -> AgentComma
     )
 
 
-def _arm(root: Path, task: str, session_id: str, config: LoopConfig, workflow: str | None) -> Armed:
-    continue_message, template = _workflow_loop(workflow)
+def _arm(root: Path, task: str, session_id: str, config: LoopConfig) -> Armed:
+    """Arm the session's tracker; a workflow's template and continue message come with its
+    settings (``Workflow.loop_settings``)."""
     try:
         return arm(
             str(root),
@@ -134,18 +135,8 @@ def _arm(root: Path, task: str, session_id: str, config: LoopConfig, workflow: s
             max_runtime_s=config.max_runtime,
             max_cost_usd=config.max_cost_usd,
             max_tokens=config.max_tokens,
-            continue_message=continue_message,
-            template=template,
+            continue_message=config.continue_message or CONTINUE_MESSAGE,
+            template=config.tracker_template or DEFAULT_TEMPLATE,
         )
     except ArmError as exc:
         raise HookModeError(str(exc)) from None
-
-
-def _workflow_loop(name: str | None) -> tuple[str, str]:
-    """The workflow's continue message and tracker template (the defaults without one)."""
-    if name is None:
-        return CONTINUE_MESSAGE, DEFAULT_TEMPLATE
-    from ralphctl.workflows.registry import resolve
-
-    loop = resolve(name).loop
-    return loop.continue_message, loop.tracker_template

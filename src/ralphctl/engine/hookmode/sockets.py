@@ -18,6 +18,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from ralphctl.agents.process import pid_exists
+
 SUFFIX = ".sock"
 PROBE_TIMEOUT_S = 0.2
 
@@ -70,7 +72,7 @@ def _stale(path: Path) -> bool:
     pid = _pid_of(path.name)
     if pid is None or not stat.S_ISSOCK(path.lstat().st_mode):
         return False
-    if pid != os.getpid() and _alive(pid):
+    if pid != os.getpid() and pid_exists(pid):
         return False
     return not _answers(path)
 
@@ -80,16 +82,6 @@ def _pid_of(name: str) -> int | None:
         return None
     pid, dash, loop_id = name.removesuffix(SUFFIX).partition("-")
     return int(pid) if dash and loop_id and pid.isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _answers(path: Path) -> bool:

@@ -3,7 +3,8 @@
 ``respond`` (``hook.handler``) is the whole decision, so the tracker stays the one source of
 truth and a hook that could not reach the runner decides exactly as the runner would. Before
 deciding, the live cost and token totals go into the tracker, where the budgets are read.
-The answer is sent first; the iteration is recorded after it (``Reply.then``).
+The answer is sent first; the iteration is recorded after it (``Reply.then``). A block's
+reason carries the notes a fresh loop's next prompt would (``notes``).
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from ralphctl.agents.events import AgentEvent, PermissionDenied
+from ralphctl.agents.events import AgentEvent
 from ralphctl.domain.conditions import Action, Decision, ExternalSignal
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.costs import tokens_for_budget
-from ralphctl.domain.model import PermissionDenial
 from ralphctl.domain.states import StopReason
+from ralphctl.engine.hookmode.activity import ActivityLog
+from ralphctl.engine.hookmode.guards import HookBreaker
 from ralphctl.engine.hookmode.history import History
+from ralphctl.engine.hookmode.notes import iteration_notes, with_notes
 from ralphctl.engine.hookmode.server import Reply, StopRequest
 from ralphctl.engine.hookmode.session import Session
 from ralphctl.engine.hookmode.trackerfile import TrackerFile
@@ -51,9 +54,11 @@ class Stops:
         config: LoopConfig,
         control: RunControl,
         meter: MeteredParser,
+        breaker: HookBreaker,
         external: Callable[[], ExternalSignal | None] | None = None,
     ) -> None:
         self.history = history
+        self.breaker = breaker
         self.session = session
         self.tracker = tracker
         self.config = config
@@ -65,7 +70,7 @@ class Stops:
         self.fatal: Exception | None = None
         self.decided = 0  # Stops decided in the current claude run
         self._last: tuple[bytes, int] | None = None
-        self._denials: list[PermissionDenial] = []
+        self.activity = ActivityLog()
         self._unpriced: set[str] = set()
         self._env = {"CLAUDE_PROJECT_DIR": history.loop.workdir}
         self._env["CLAUDE_CODE_SESSION_ID"] = session.session_id
@@ -90,9 +95,13 @@ class Stops:
         if record is not None and record.stop_reason is None:
             signal = self.external()
             if signal is ExternalSignal.STOP:
-                line = self._stop_now(record)
+                line = self._stop_now(record, StopReason.USER_STOP, "stop requested")
             elif signal is ExternalSignal.PAUSE:
                 line = self._pause_now(record)
+            elif (trip := self.breaker.tripped) is not None:
+                line = self._stop_now(record, StopReason.CIRCUIT_BREAKER, trip)
+            else:
+                line = with_notes(line, iteration_notes(text or "", self.activity.current()))
         then = partial(self._record_safely, record, self.meter.take(), text or "")
         return Reply(decided=True, line=line, then=then)
 
@@ -103,23 +112,23 @@ class Stops:
             return
         self._catch_up(iteration)
         if fields.get("active") is not True:  # ... the last of them ended the loop
-            self.history.complete("ok", DECIDED_ALONE, self.meter.take(), denials=self.denials())
-
-    def denials(self) -> list[PermissionDenial]:
-        """The permission denials since the last iteration was recorded."""
-        taken, self._denials = self._denials, []
-        return taken
+            denials = self.activity.take().denials
+            self.history.complete("ok", DECIDED_ALONE, self.meter.take(), denials=denials)
 
     def on_agent_event(self, event: AgentEvent) -> None:
-        if isinstance(event, PermissionDenied):
-            self._denials.append(PermissionDenial(event.tool_name, "", event.message))
+        self.activity.on_agent_event(event)
+
+    def recording_failed(self, exc: Exception) -> None:
+        """A Stop could not be recorded (the store failed): stop the agent, report it
+        afterwards."""
+        self.fatal = self.fatal or exc
+        self.control.interrupt.set()
 
     def _record_safely(self, record: StopRecord | None, usage: Usage, text: str) -> None:
         try:
             self._record(record, usage, text)
-        except Exception as exc:  # the store failed: stop the agent, report it afterwards
-            self.fatal = self.fatal or exc
-            self.control.interrupt.set()
+        except Exception as exc:
+            self.recording_failed(exc)
 
     def _record(self, record: StopRecord | None, usage: Usage, text: str) -> None:
         history = self.history
@@ -129,14 +138,16 @@ class Stops:
             self._catch_up(record.iteration)
         if history.open is None:
             return
+        n, activity = history.open.n, self.activity.take()
         history.complete(
             "ok",
             text if record is None else record.summary,
             usage,
             completed=record is not None and record.completed,
             blocked_reason=None if record is None else record.blocked_reason,
-            denials=self.denials(),
+            denials=activity.denials,
         )
+        self.breaker.judge(n, activity.result(text))
         self._warn_unpriced()
         if record is None:
             return  # no active loop any more (cancelled): the session ends now
@@ -163,14 +174,12 @@ class Stops:
         cost = self.history.loop.cost_usd + usage.cost_usd
         self.tracker.update({"cost_usd": cost, "tokens": tokens})
 
-    def _stop_now(self, record: StopRecord) -> str:
-        """Turn the block just decided into the loop's end (a stop request)."""
+    def _stop_now(self, record: StopRecord, reason: StopReason, detail: str) -> str:
+        """Turn the block just decided into the loop's end (a stop request, a tripped breaker)."""
         n = record.iteration
-        self.tracker.end(StopReason.USER_STOP, last_decision="allow", iteration=n)
-        record.stop_reason, record.stop_detail = str(StopReason.USER_STOP), "stop requested"
-        return json.dumps(
-            {"systemMessage": f"Ralph loop stopped at iteration {n}: stop requested."}
-        )
+        self.tracker.end(reason, last_decision="allow", iteration=n)
+        record.stop_reason, record.stop_detail = str(reason), detail
+        return json.dumps({"systemMessage": f"Ralph loop stopped at iteration {n}: {detail}."})
 
     def _pause_now(self, record: StopRecord) -> str:
         """Turn the block just decided into the end of the session's turn (a pause)."""

@@ -1,14 +1,14 @@
-"""Live token and cost estimates of a running session, from its stream's ``assistant`` lines.
+"""Live token and cost estimates of a running session, from its adapter's usage events.
 
-In one long ``claude -p`` session the ``result`` line (exact totals) only comes at the end,
-while the cost and token budgets must act at every Stop. Each API message appears as one
-``assistant`` line per content block, all sharing ``message.id`` and repeating the usage of
-``message_start``: input and cache tokens are exact, ``output_tokens`` is a placeholder (1).
-So messages are counted once by id, and their output is estimated from what the stream shows
-of them: ``max(placeholder, ceil(characters / 4))`` over their text, thinking and tool-input
-JSON (about 4 characters per token for English and code). Thinking the stream does not
-show, and helper requests that never reach it, are missed: the session's ``result`` settles
-the totals (see ``attribution``). A message of a model without a price adds tokens, no cost.
+In one long session the agent's exact totals (Claude's ``result`` line) only come at the end,
+while the cost and token budgets must act at every Stop. The adapter's parser reports each
+API message's usage as the stream shows it (``MessageUsage``: input and cache tokens exact,
+output a placeholder while the message streams). So messages are counted once by id, and
+their output is estimated from what the stream shows of them: ``max(placeholder,
+ceil(characters / 4))`` over their text, thinking and tool input (about 4 characters per
+token for English and code). Thinking the stream does not show, and helper requests that
+never reach it, are missed: the agent's own report (``UsageReported``) settles the totals (see
+``attribution``). A message of a model without a price adds tokens, no cost.
 """
 
 from __future__ import annotations
@@ -16,17 +16,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import orjson
 
 from ralphctl.agents.base import ProcessOutcome, StreamParser
-from ralphctl.agents.events import AgentEvent
+from ralphctl.agents.events import AgentEvent, MessageUsage, UsageReported
 from ralphctl.domain.costs import Price, price_for
 from ralphctl.domain.model import IterationResult, TokenUsage
 
 CHARS_PER_TOKEN = 4
-_SINCE_LAST_RESULT = b'"model_usage_since_last_result"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +62,11 @@ class MeteredParser:
 
     def feed(self, line: bytes) -> list[AgentEvent]:
         events = self._parser.feed(line)
-        if b'"assistant"' in line:  # cheap pre-checks: only these lines carry usage
-            self._meter(line)
-        if _SINCE_LAST_RESULT in line:
-            self.reported = _reported(line) or self.reported
+        for event in events:
+            if isinstance(event, MessageUsage):
+                self._meter(event)
+            elif isinstance(event, UsageReported):
+                self.reported = Usage(event.tokens, event.cost_usd)
         return events
 
     def finish(self, outcome: ProcessOutcome) -> IterationResult:
@@ -94,80 +91,10 @@ class MeteredParser:
         self._messages.clear()
         return usage
 
-    def _meter(self, line: bytes) -> None:
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return
-        if not isinstance(obj, dict) or obj.get("type") != "assistant":
-            return
-        message = _dict(obj.get("message"))
-        key = message.get("id")
-        if not isinstance(key, str):
-            return
-        known = self._messages.get(key)
+    def _meter(self, usage: MessageUsage) -> None:
+        known = self._messages.get(usage.message_id)
         if known is None:
             self.messages += 1
-            model = message.get("model")
-            known = _Message(model if isinstance(model, str) else "", _tokens(message))
-            self._messages[key] = known
-        known.chars += sum(_chars(block) for block in _list(message.get("content")))
-
-
-def _reported(line: bytes) -> Usage | None:
-    """A result line's ``model_usage_since_last_result``: tokens and ``costUSD`` per model."""
-    try:
-        data = _dict(orjson.loads(line))
-    except orjson.JSONDecodeError:
-        return None
-    per_model = data.get("model_usage_since_last_result") if data.get("type") == "result" else None
-    if not isinstance(per_model, dict):
-        return None
-    tokens, cost = TokenUsage(), 0.0
-    for usage in per_model.values():
-        usd = _dict(usage).get("costUSD")
-        if isinstance(usd, bool) or not isinstance(usd, int | float):
-            return None
-        cost += usd
-        tokens += TokenUsage(
-            input=_int(usage.get("inputTokens")),
-            output=_int(usage.get("outputTokens")),
-            cache_read=_int(usage.get("cacheReadInputTokens")),
-            cache_write=_int(usage.get("cacheCreationInputTokens")),
-        )
-    return Usage(tokens, cost)
-
-
-def _tokens(message: dict[str, Any]) -> TokenUsage:
-    usage = _dict(message.get("usage"))
-    return TokenUsage(
-        input=_int(usage.get("input_tokens")),
-        output=_int(usage.get("output_tokens")),
-        cache_read=_int(usage.get("cache_read_input_tokens")),
-        cache_write=_int(usage.get("cache_creation_input_tokens")),
-    )
-
-
-def _chars(block: object) -> int:
-    """How much output a content block shows: its text, thinking or tool input."""
-    if not isinstance(block, dict):
-        return 0
-    kind = block.get("type")
-    if kind in ("text", "thinking"):
-        text = block.get(kind)
-        return len(text) if isinstance(text, str) else 0
-    if kind == "tool_use":
-        return len(orjson.dumps(block.get("input"))) + len(str(block.get("name", "")))
-    return 0
-
-
-def _dict(value: object) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+            known = _Message(usage.model, usage.tokens)
+            self._messages[usage.message_id] = known
+        known.chars += usage.shown_chars

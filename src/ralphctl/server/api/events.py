@@ -7,15 +7,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from ralphctl.server.api.deps import StoreDep
+from ralphctl.server.api.params import Since
+from ralphctl.server.errors import error_responses
 from ralphctl.server.schemas import Event, events_json_schema
 
 router = APIRouter(prefix="/api", tags=["events"])
 
 
-@router.get("/events")
+@router.get("/events", responses=error_responses(404))
 def list_events(
     store: StoreDep,
-    since: Annotated[int, Query(ge=0, description="Only events after this seq.")] = 0,
+    since: Since = 0,
     loop_id: Annotated[str | None, Query(description="Only this loop's events.")] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> list[Event]:

@@ -11,9 +11,10 @@ from fastapi import Path as PathParam
 from starlette.concurrency import run_in_threadpool
 
 from ralphctl.domain.states import LoopStatus
-from ralphctl.engine.hookmode.setup import fresh_only
-from ralphctl.engine.manager import InvalidSpec, LoopSpec, workflow_layer
+from ralphctl.engine.starting import LoopRequest
 from ralphctl.server.api.deps import ManagerDep, StoreDep
+from ralphctl.server.api.params import Since
+from ralphctl.server.errors import error_responses
 from ralphctl.server.schemas import (
     CheckpointOut,
     ErrorOut,
@@ -22,7 +23,6 @@ from ralphctl.server.schemas import (
     Loop,
     LoopCreate,
 )
-from ralphctl.settings import resolve_loop_config
 from ralphctl.store.repository import Store
 
 router = APIRouter(prefix="/api/loops", tags=["loops"])
@@ -47,37 +47,33 @@ def list_loops(
     return [Loop.of(loop) for loop in loops]
 
 
-@router.post("", status_code=status.HTTP_201_CREATED)
+@router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(409, 429))
 async def create_loop(body: LoopCreate, manager: ManagerDep) -> Loop:
     """Start a loop (or queue it as pending when ``max_concurrent`` loops already run).
 
     The agent runs with the server user's permissions in ``workdir``. ``mode: hook`` runs one
     Claude Code session kept going by its Stop hook: no fresh-only settings (cooldown,
-    checkpoints, gates, …); it can be stopped, not paused, and not resumed once it has run.
+    checkpoints, gates, …); it pauses at its session's next Stop and resumes the same session,
+    but once it ended otherwise it cannot be resumed.
     """
-    workdir = Path(body.workdir)
-    if body.mode == "hook" and (given := fresh_only(body.overrides())):
-        raise InvalidSpec(f"{', '.join(given)}: not available in hook mode (one session)")
-    extra = workflow_layer(body.workflow) if body.workflow else None
-    resolved = await run_in_threadpool(resolve_loop_config, workdir, body.overrides(), extra=extra)
-    spec = LoopSpec(
+    request = LoopRequest(
         task=body.task,
-        workdir=workdir,
-        config=resolved.config,
+        workdir=Path(body.workdir),
+        settings=body.overrides(),
         name=body.name,
         mode=body.mode,
         workflow=body.workflow,
         worktree=body.worktree,
     )
-    return Loop.of(await manager.create(spec, queue=body.queue))
+    return Loop.of(await manager.create(request, queue=body.queue))
 
 
-@router.get("/{loop_id}")
+@router.get("/{loop_id}", responses=error_responses(404))
 def get_loop(loop_id: LoopId, store: StoreDep) -> Loop:
     return Loop.of(store.get_loop(loop_id))
 
 
-@router.post("/{loop_id}/pause")
+@router.post("/{loop_id}/pause", responses=error_responses(404, 409))
 async def pause_loop(
     loop_id: LoopId,
     store: StoreDep,
@@ -89,37 +85,37 @@ async def pause_loop(
     return Loop.of(await manager.pause(await _full_id(store, loop_id), now=now))
 
 
-@router.post("/{loop_id}/resume")
+@router.post("/{loop_id}/resume", responses=error_responses(404, 409, 429))
 async def resume_loop(loop_id: LoopId, store: StoreDep, manager: ManagerDep) -> Loop:
     """Continue with the loop's iteration, cost, tokens and breaker state intact."""
     return Loop.of(await manager.resume(await _full_id(store, loop_id)))
 
 
-@router.post("/{loop_id}/stop")
+@router.post("/{loop_id}/stop", responses=error_responses(404, 409))
 async def stop_loop(loop_id: LoopId, store: StoreDep, manager: ManagerDep) -> Loop:
     return Loop.of(await manager.stop(await _full_id(store, loop_id)))
 
 
-@router.get("/{loop_id}/iterations")
+@router.get("/{loop_id}/iterations", responses=error_responses(404))
 def list_iterations(loop_id: LoopId, store: StoreDep) -> list[IterationOut]:
     return [IterationOut.of(it) for it in store.iterations(store.get_loop(loop_id).id)]
 
 
-@router.get("/{loop_id}/checkpoints")
+@router.get("/{loop_id}/checkpoints", responses=error_responses(404))
 def list_checkpoints(loop_id: LoopId, store: StoreDep) -> list[CheckpointOut]:
     return [CheckpointOut.of(c) for c in store.checkpoints(store.get_loop(loop_id).id)]
 
 
-@router.get("/{loop_id}/errors")
+@router.get("/{loop_id}/errors", responses=error_responses(404))
 def list_errors(loop_id: LoopId, store: StoreDep) -> list[ErrorOut]:
     return [ErrorOut.of(e) for e in store.errors(store.get_loop(loop_id).id)]
 
 
-@router.get("/{loop_id}/events")
+@router.get("/{loop_id}/events", responses=error_responses(404))
 def list_loop_events(
     loop_id: LoopId,
     store: StoreDep,
-    since: Annotated[int, Query(ge=0, description="Only events after this seq.")] = 0,
+    since: Since = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
 ) -> list[Event]:
     """The loop's events after ``since``, oldest first."""

@@ -16,8 +16,10 @@ router = APIRouter(prefix="/api", tags=["metrics"])
 
 @router.get("/stats")
 def stats(manager: ManagerDep) -> StatsOut:
-    """Active, running and paused loops; cost, iterations and tokens of every loop."""
-    return StatsOut.model_validate(manager.stats())
+    """The loops active now (by status) and what they have spent so far (``active``); every
+    loop the store holds, ended or not (``all_time``). The flat fields are the older names
+    of some of these, kept for existing clients."""
+    return StatsOut.of(manager.stats())
 
 
 @router.get("/metrics/cost-per-loop")

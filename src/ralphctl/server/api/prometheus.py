@@ -16,10 +16,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ralphctl.domain.states import LoopStatus
+from ralphctl.server.errors import error_responses
 from ralphctl.store import metrics
 from ralphctl.store.repository import Store
 
 router = APIRouter(tags=["metrics"])
+TEXT = {"schema": {"type": "string"}}
 
 
 class Telemetry:
@@ -68,7 +70,11 @@ class StoreCollector(Collector):
         )
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={**error_responses(503), 200: {"content": {CONTENT_TYPE_LATEST: TEXT}}},
+)
 def prometheus(request: Request) -> Response:
     """Every figure in the Prometheus text format (scrape with a bearer token)."""
     telemetry: Telemetry = request.app.state.telemetry

@@ -11,10 +11,20 @@ export function h(tag, attrs = {}, ...children) {
   return element;
 }
 
+// Money as the CLI shows it (domain/money.py): dollars and cents, an amount under a cent with
+// two significant digits ($0.0042), "—" when unknown.
 export function usd(value) {
   if (value === null || value === undefined) return "—";
-  const digits = value === 0 || value >= 1 ? 2 : value >= 0.01 ? 3 : 4;
-  return `$${Number(value).toFixed(digits)}`;
+  if (!Number.isFinite(value)) return `$${value}`;
+  if (value < 0) return `-${usd(-value)}`;
+  if (value === 0 || value >= 0.01) {
+    const [whole, cents] = value.toFixed(2).split(".");
+    return `$${whole.replace(/\B(?=(\d{3})+$)/g, ",")}.${cents}`;
+  }
+  if (value < 1e-6) return "<$0.000001";
+  const decimals = Math.min(6, 1 - Math.floor(Math.log10(value)));
+  const text = value.toFixed(decimals).replace(/0+$/, "");
+  return text.split(".")[1].length >= 2 ? `$${text}` : `$${value.toFixed(2)}`;
 }
 
 export function count(value) {

@@ -3,6 +3,7 @@
 import { api, follow } from "./api.js";
 import { barChart, lineChart, timeline } from "./charts.js";
 import { badge, batcher, count, dateTime, drawIn, duration, elapsed, h, meter, short, time, usd } from "./dom.js";
+import { transcriptView } from "./transcript.js";
 
 const LOG_SIZE = 300;
 // hookWhen: where a hook-mode loop differs (one Claude Code session, continued only if paused).
@@ -24,13 +25,16 @@ export function mount(root, { id, onStatus, onError }) {
   const errors = h("tbody");
   const checkpoints = h("tbody");
   const table = (heads, body) => h("table", {}, h("thead", {}, h("tr", {}, ...heads.map((c) => h("th", {}, c)))), body);
+  let running = new Set(); // the iterations running, as last listed
+  const transcript = transcriptView({ loopId: id, isRunning: (n) => running.has(n), onError });
   root.replaceChildren(
     header,
     controls,
     charts,
     h("h2", {}, "Iterations"),
     strip,
-    h("div", { class: "scroll" }, table(["#", "status", "started", "duration", "tokens", "cost", "summary"], iterations)),
+    h("div", { class: "scroll" }, table(["#", "status", "started", "duration", "tokens", "cost", "summary", "output"], iterations)),
+    transcript.element,
     h("div", { class: "columns" },
       h("section", {}, h("h2", {}, "Events"), log),
       h("section", {},
@@ -75,6 +79,7 @@ export function mount(root, { id, onStatus, onError }) {
   }
 
   function showIterations(list) {
+    running = new Set(list.filter((it) => it.status === "running").map((it) => it.n));
     iterations.replaceChildren(
       ...[...list].reverse().map((it) =>
         h("tr", { "data-iteration": it.n },
@@ -84,7 +89,8 @@ export function mount(root, { id, onStatus, onError }) {
           h("td", {}, it.duration_ms === null ? "—" : duration(it.duration_ms / 1000)),
           h("td", {}, count(it.tokens_input + it.tokens_output)),
           h("td", {}, usd(it.cost_usd)),
-          h("td", { class: "summary" }, it.error_message || it.output_summary))),
+          h("td", { class: "summary" }, it.error_message || it.output_summary),
+          h("td", {}, h("button", { type: "button", "data-transcript-of": it.n, onclick: () => transcript.show(it.n) }, "transcript")))),
     );
     const done = list.filter((it) => it.status !== "running");
     let total = 0;
@@ -153,5 +159,8 @@ export function mount(root, { id, onStatus, onError }) {
     })
     .catch(onError);
 
-  return () => stream && stream.close();
+  return () => {
+    transcript.stop();
+    if (stream) stream.close();
+  };
 }

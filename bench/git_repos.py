@@ -1,0 +1,52 @@
+"""Git repositories of a given size for the benchmarks, and what one ``git status`` costs.
+
+A repository of N files holds small source files, 100 per directory, all committed and
+packed, as a user's checkout would be.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from timing import Cost, median, timed
+
+FILES_PER_DIR = 100
+IDENTITY = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@example.invalid",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@example.invalid",
+}
+
+
+def make_repository(path: Path, files: int) -> Path:
+    """A committed repository of ``files`` files at ``path``."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q")
+    for n in range(files):
+        directory = path / "src" / f"pkg{n // FILES_PER_DIR}"
+        if n % FILES_PER_DIR == 0:
+            directory.mkdir(parents=True)
+        (directory / f"module{n % FILES_PER_DIR}.py").write_text(f"VALUE = {n}\n")
+    git(path, "add", "-A")
+    git(path, "-c", "gc.auto=0", "commit", "-q", "-m", f"{files} files")
+    git(path, "gc", "--quiet")  # packed, as a clone is: no automatic gc during the runs
+    return path
+
+
+def git_status(path: Path, runs: int = 7) -> Cost:
+    """The median cost of ``git status`` in ``path``, in milliseconds."""
+    env = {**os.environ, **IDENTITY}
+    return median([timed(["git", "status"], path, env)[0].ms() for _ in range(runs)])
+
+
+def git(path: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", *args],
+        cwd=path,
+        env={**os.environ, **IDENTITY},
+        stdout=subprocess.DEVNULL,
+        check=True,
+    )

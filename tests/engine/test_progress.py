@@ -1,0 +1,310 @@
+"""The no-progress fingerprint: one git tree per iteration, reused, and never the user's index."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ralphctl.agents.registry import adapter_for
+from ralphctl.domain.config import LoopConfig
+from ralphctl.engine import checkpoint, progress
+from ralphctl.engine.loops import new_loop as new_loop_record
+from ralphctl.engine.progress import ProgressProbe
+from ralphctl.engine.runner import LoopRunner
+from ralphctl.store.repository import Store
+from tests.engine.test_runner import DONE, db, new_loop, run
+
+__all__ = ["db"]  # a fixture shared with test_runner
+
+IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+
+
+def git(workdir: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *IDENTITY, *args], cwd=workdir, capture_output=True, text=True, check=True
+    )
+    return done.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q")
+    (path / "a.txt").write_text("a\n")
+    (path / ".gitignore").write_text("*.log\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "start")
+    return path
+
+
+@pytest.fixture
+def probe(repo: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProgressProbe]:
+    monkeypatch.setattr(tempfile, "tempdir", str(repo.parent))  # to see what is left behind
+    opened = ProgressProbe(repo)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def git_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The git commands the probe runs, in order."""
+    calls: list[tuple[str, ...]] = []
+    real = progress._git
+
+    async def counting(workdir: Path, *args: str, env: dict[str, str] | None = None) -> str | None:
+        calls.append(args)
+        return await real(workdir, *args, env=env)
+
+    monkeypatch.setattr(progress, "_git", counting)
+    return calls
+
+
+def tree(call: Coroutine[Any, Any, str | None]) -> str | None:
+    return asyncio.run(call)
+
+
+def test_an_iteration_that_changes_a_file_changes_the_tree(repo: Path, probe: ProgressProbe):
+    before = tree(probe.before())
+    (repo / "a.txt").write_text("changed\n")
+    assert tree(probe.after()) != before
+
+
+def test_an_iteration_that_changes_nothing_keeps_the_tree(probe: ProgressProbe):
+    assert tree(probe.before()) == tree(probe.after())
+
+
+def test_a_new_untracked_file_is_progress_and_an_ignored_one_is_not(
+    repo: Path, probe: ProgressProbe
+):
+    before = tree(probe.before())
+    (repo / "debug.log").write_text("noise\n")
+    unchanged = tree(probe.after())
+    assert unchanged == before
+    (repo / "new.txt").write_text("new\n")
+    assert tree(probe.before()) == unchanged  # the last after, reused
+    assert tree(probe.after()) != unchanged
+
+
+def test_the_tree_after_one_iteration_is_the_tree_before_the_next_without_running_git(
+    repo: Path, probe: ProgressProbe, git_calls: list[tuple[str, ...]]
+):
+    tree(probe.before())
+    (repo / "a.txt").write_text("changed\n")
+    after = tree(probe.after())
+    runs = len(git_calls)
+    assert tree(probe.before()) == after
+    assert len(git_calls) == runs
+
+
+def test_a_forgotten_tree_is_taken_again_and_sees_what_changed_meanwhile(
+    repo: Path, probe: ProgressProbe
+):
+    tree(probe.before())
+    after = tree(probe.after())
+    (repo / "a.txt").write_text("edited by a git hook\n")
+    probe.forget()
+    before = tree(probe.before())
+    assert before != after
+    assert tree(probe.after()) == before  # the hook's edit is not the next iteration's progress
+
+
+def test_a_commit_in_a_repository_without_hooks_keeps_the_tree_without_running_git(
+    repo: Path, probe: ProgressProbe, git_calls: list[tuple[str, ...]]
+):
+    tree(probe.before())
+    after = tree(probe.after())
+    probe.committed()
+    runs = len(git_calls)
+    assert tree(probe.before()) == after
+    assert len(git_calls) == runs
+
+
+def test_a_commit_in_a_repository_with_a_hook_takes_the_tree_again(
+    repo: Path, probe: ProgressProbe
+):
+    hook = repo / ".git" / "hooks" / "post-commit"
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
+    tree(probe.before())
+    after = tree(probe.after())
+    (repo / "a.txt").write_text("edited by the hook\n")
+    probe.committed()
+    assert tree(probe.before()) != after
+
+
+def test_when_git_add_changed_nothing_the_last_tree_is_reused_without_write_tree(
+    repo: Path, probe: ProgressProbe, git_calls: list[tuple[str, ...]]
+):
+    an_hour_ago = time.time() - 3600  # git re-checks files as recent as its index ("racy")
+    for path in (repo / "a.txt", repo / ".gitignore"):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    first = tree(probe.before())
+    probe.forget()
+    assert tree(probe.before()) == first
+    assert [call[0] for call in git_calls].count("write-tree") == 1
+
+
+def test_the_agent_committing_its_work_is_still_progress(repo: Path, probe: ProgressProbe):
+    before = tree(probe.before())
+    (repo / "b.txt").write_text("b\n")
+    git(repo, "add", "b.txt")
+    git(repo, "commit", "-q", "-m", "agent's commit")
+    assert tree(probe.after()) != before
+
+
+def test_a_checkpoint_commit_between_iterations_is_not_progress(repo: Path, probe: ProgressProbe):
+    tree(probe.before())
+    (repo / "b.txt").write_text("b\n")
+    after = tree(probe.after())
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "[ralph] Checkpoint iteration 1")
+    probe.forget()
+    assert tree(probe.before()) == after
+    assert tree(probe.after()) == after
+
+
+def test_a_file_the_user_tracks_although_it_is_ignored_counts_as_in_their_index(
+    repo: Path, probe: ProgressProbe
+):
+    (repo / "kept.log").write_text("1\n")
+    git(repo, "add", "-f", "kept.log")
+    before = tree(probe.before())
+    (repo / "kept.log").write_text("2\n")
+    assert tree(probe.after()) != before
+
+
+def test_the_users_index_and_head_are_never_touched(repo: Path, probe: ProgressProbe):
+    index = repo / ".git" / "index"
+    stamp, head = index.stat().st_mtime_ns, git(repo, "rev-parse", "HEAD")
+    (repo / "untracked.txt").write_text("x\n")
+    tree(probe.before())
+    (repo / "a.txt").write_text("changed\n")
+    tree(probe.after())
+    assert index.stat().st_mtime_ns == stamp
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "status", "--porcelain") == " M a.txt\n?? untracked.txt\n"
+
+
+def test_the_throw_away_index_is_kept_for_the_run_and_removed_by_close(
+    repo: Path, probe: ProgressProbe
+):
+    tree(probe.before())
+    (repo / "a.txt").write_text("changed\n")
+    tree(probe.after())
+    assert len(list(repo.parent.glob("ralphctl-progress-*"))) == 1
+    probe.close()
+    assert list(repo.parent.glob("ralphctl-progress-*")) == []
+
+
+def test_a_repository_with_nothing_staged_yet_has_a_tree(tmp_path: Path):
+    git(tmp_path, "init", "-q")
+    probe = ProgressProbe(tmp_path)
+    before = tree(probe.before())
+    (tmp_path / "first.txt").write_text("1\n")
+    after = tree(probe.after())
+    probe.close()
+    assert before is not None
+    assert after not in (None, before)
+
+
+def test_outside_a_git_repository_there_is_no_tree(tmp_path: Path):
+    probe = ProgressProbe(tmp_path)
+    assert tree(probe.before()) is None
+    probe.close()
+
+
+def test_a_git_work_tree_is_recognised_and_a_plain_directory_or_the_git_dir_is_not(
+    repo: Path, tmp_path: Path
+):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for workdir, expected in ((repo, True), (plain, False), (repo / ".git", False)):
+        probe = ProgressProbe(workdir)
+        assert asyncio.run(probe.is_work_tree()) is expected
+        probe.close()
+
+
+def test_looking_for_the_work_tree_also_finds_the_index_so_the_first_tree_needs_no_rev_parse(
+    probe: ProgressProbe, git_calls: list[tuple[str, ...]]
+):
+    assert asyncio.run(probe.is_work_tree())
+    assert tree(probe.before()) is not None
+    assert [call[0] for call in git_calls] == ["rev-parse", "add", "write-tree"]
+
+
+def test_a_failed_git_gives_no_tree_and_the_next_one_starts_from_a_fresh_copy(
+    repo: Path, probe: ProgressProbe, monkeypatch: pytest.MonkeyPatch
+):
+    good = tree(probe.before())
+    real = progress._git
+
+    async def add_fails(workdir: Path, *args: str, env: dict[str, str] | None = None) -> str | None:
+        return None if args[0] == "add" else await real(workdir, *args, env=env)
+
+    monkeypatch.setattr(progress, "_git", add_fails)
+    assert tree(probe.after()) is None
+    assert list(repo.parent.glob("ralphctl-progress-*")) == []
+    monkeypatch.setattr(progress, "_git", real)
+    assert tree(probe.before()) == good
+
+
+# -- in the runner -------------------------------------------------------------------------
+
+EDIT = {"edits": [{"path": "work.txt", "append": "x\n"}]}
+
+
+def test_a_run_takes_one_tree_per_iteration_plus_one(
+    db: Store, repo: Path, git_calls: list[tuple[str, ...]]
+):
+    steps: list[dict[str, Any]] = [{**EDIT, "text": f"step {n}"} for n in range(4)]
+    loop, config = new_loop(db, repo, [*steps, {"text": DONE}])
+    run(db, loop, config)
+    assert [it.files_changed for it in db.iterations(loop.id)] == [1, 1, 1, 1, 0]
+    assert sum(call[0] == "add" for call in git_calls) == 5 + 1
+
+
+def test_a_new_loop_asks_git_once_where_its_repository_is(
+    tmp_path: Path, repo: Path, git_calls: list[tuple[str, ...]], monkeypatch: pytest.MonkeyPatch
+):
+    checkpoint_calls: list[tuple[str, ...]] = []
+    real = checkpoint._git
+
+    async def counting(workdir: Path, *args: str, env: dict[str, str] | None = None):
+        checkpoint_calls.append(args)
+        return await real(workdir, *args, env=env)
+
+    monkeypatch.setattr(checkpoint, "_git", counting)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{**EDIT, "text": DONE}]}))
+    config = LoopConfig(cooldown=0, checkpoint_interval=0, agent="scripted", script=str(script))
+    adapter = adapter_for("scripted", options={"script": str(script)})
+    loop = new_loop_record("Write the files.", repo, config)
+    url = str(tmp_path / "new.db")
+
+    asyncio.run(LoopRunner(lambda: Store.open(url), adapter, loop, config).run())
+
+    where = ("rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "hooks")
+    assert [call for call in git_calls + checkpoint_calls if call[0] == "rev-parse"] == [where]
+
+
+def test_what_a_checkpoints_git_hook_edits_is_not_the_next_iterations_progress(
+    db: Store, repo: Path
+):
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho touched >> hook-output.txt\n")
+    hook.chmod(0o755)
+    steps: list[dict[str, Any]] = [{**EDIT, "text": "edited"}, {"text": "thinking"}]
+    loop, config = new_loop(db, repo, [*steps, {"text": DONE}], checkpoint_interval=1)
+    run(db, loop, config)
+    assert (repo / "hook-output.txt").exists()
+    assert [it.files_changed for it in db.iterations(loop.id)] == [1, 0, 0]
