@@ -28,18 +28,6 @@ TRACKER_GLOB = ".ralph/loops/*/loop-tracker.md"
 PROMPT_END = "\x1e"  # the scripted agent's separator between saved prompts
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Store:
-    return Store.open(str(tmp_path / "ralphctl.db"))
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
-
-
 class Events:
     """A LoopObserver that keeps the loop's events."""
 

@@ -18,9 +18,7 @@ from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.engine.runner import LoopRunner
 from ralphctl.store.records import LoopRecord
 from ralphctl.store.repository import Store
-from tests.engine.test_runner import DONE, Recorder, db, new_loop, run, workdir
-
-__all__ = ["db", "workdir"]  # fixtures shared with test_runner
+from tests.engine.test_runner import DONE, Recorder, new_loop, run
 
 EDIT = {"edits": [{"path": "progress.txt", "append": "x\n"}]}
 

@@ -28,11 +28,6 @@ MODEL = "claude-opus-4-5"
 BEGAN = datetime.now(UTC) - timedelta(minutes=5)
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Store:
-    return Store.open(str(tmp_path / "ralphctl.db"))
-
-
 def assistant(message_id: str, output_tokens: int, at: datetime | None = None) -> dict[str, object]:
     usage = {"input_tokens": 100, "output_tokens": output_tokens}
     message = {

@@ -7,7 +7,6 @@ import time
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -18,11 +17,6 @@ from ralphctl.store.repository import INTERRUPTED_MESSAGE, Store
 from tests.engine.victims import Spawn, live
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Store:
-    return Store.open(str(tmp_path / "ralphctl.db"))
 
 
 def crashed(db: Store, runner_host: str | None = None) -> LoopRecord:

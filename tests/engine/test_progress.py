@@ -21,9 +21,7 @@ from ralphctl.engine.loops import new_loop as new_loop_record
 from ralphctl.engine.progress import ProgressProbe
 from ralphctl.engine.runner import LoopRunner
 from ralphctl.store.repository import Store
-from tests.engine.test_runner import DONE, db, new_loop, run
-
-__all__ = ["db"]  # a fixture shared with test_runner
+from tests.engine.test_runner import DONE, new_loop, run
 
 IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 

@@ -28,18 +28,6 @@ from tests.engine.victims import live
 FAST = {"cooldown": 0, "checkpoint_interval": 0, "error_backoff_cap": 0}
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Store:
-    return Store.open(str(tmp_path / "ralphctl.db"))
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
-
-
 class Recorder:
     """A LoopObserver that keeps what it saw."""
 

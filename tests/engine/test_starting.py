@@ -36,13 +36,6 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def store(tmp_path: Path):
     with Store.open(str(tmp_path / "ralphctl.db")) as opened:
         yield opened

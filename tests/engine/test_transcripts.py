@@ -43,18 +43,6 @@ from ralphctl.store.transcript_chunks import append_chunk, iter_transcript
 from tests.engine.test_runner import DONE, Recorder, new_loop, run
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Store:
-    return Store.open(str(tmp_path / "ralphctl.db"))
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
-
-
 def transcript(db: Store, loop_id: str, n: int) -> bytes:
     return b"".join(iter_transcript(db, loop_id, n))
 

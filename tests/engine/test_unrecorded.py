@@ -15,9 +15,7 @@ from ralphctl.engine.unrecorded import journal_path, keep, read_journal
 from ralphctl.store.errors import StoreError
 from ralphctl.store.records import IterationRecord, LoopRecord
 from ralphctl.store.repository import Store
-from tests.engine.test_runner import DONE, db, new_loop, run, workdir
-
-__all__ = ["db", "workdir"]  # fixtures, shared with tests/engine/test_runner.py
+from tests.engine.test_runner import DONE, new_loop, run
 
 pytestmark = pytest.mark.timeout(60)
 
