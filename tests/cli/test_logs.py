@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,28 +11,13 @@ import pytest
 
 from ralphctl.store.repository import Store
 from ralphctl.store.transcript_chunks import iter_transcript
-from tests.cli.test_cli import DONE, ralphctl, scripted_run, wait_for_iteration
+from tests.cli.test_cli import DONE, env, ralphctl, scripted_run, wait_for_iteration, workdir
+
+__all__ = ["env", "workdir"]  # fixtures, shared with tests/cli/test_cli.py
 
 pytestmark = pytest.mark.timeout(120)
 
 NOISY = {"text": "first pass", "garbage": ["npm WARN something old"], "cost_usd": 0.1}
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "RALPHCTL_DB": str(tmp_path / "ralphctl.db"),
-        "RALPHCTL_CONFIG": str(tmp_path / "no-user-config.toml"),
-        "COLUMNS": "200",
-    }
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir()
-    return path
 
 
 def finished_loop(env: dict[str, str], workdir: Path) -> str:
