@@ -13,6 +13,10 @@ demo: $(INSTALLED)
 test: $(INSTALLED) $(NODE_INSTALLED)
 	bash scripts/ensure-postgres
 	bash scripts/ensure-browser
+	bash scripts/ensure-bwrap
+	bash scripts/ensure-aider
+	bash scripts/ensure-amp
+	bash scripts/ensure-opencode
 	$(MAKE) --no-print-directory lint typecheck unit
 
 lint: $(INSTALLED)
@@ -34,6 +38,7 @@ reliability: $(INSTALLED) $(NODE_INSTALLED)
 
 bench: $(INSTALLED)
 	$(BIN)/python bench/overhead.py
+	$(BIN)/python bench/overhead.py --all-agents
 	$(BIN)/python bench/parse_throughput.py
 	$(BIN)/python bench/hook_latency.py
 	$(BIN)/python bench/manager_scale.py
@@ -45,10 +50,12 @@ $(INSTALLED): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# The real Claude Code CLI (pinned in package.json + package-lock.json) for end-to-end tests.
+# The real agent CLIs from npm (pinned in package.json + package-lock.json) for end-to-end
+# tests; Aider (PyPI), Amp and OpenCode get their own prefix under .agents/ (scripts/ensure-*:
+# a lock file cannot list the platform packages of the last two that this registry lacks).
 $(NODE_INSTALLED): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 clean:
-	rm -rf $(VENV) node_modules .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) node_modules .agents .mypy_cache .ruff_cache .pytest_cache

@@ -1,13 +1,15 @@
 """What `ralphctl run` adds to the agent's own time, on the path a user takes.
 
-The user's path: the claude adapter, default settings, a git repository. The agent is a fake
-``claude`` (bench/fake_claude.py: standard library only, one edit per run, the stream-json of a
-one-turn session) selected with RALPHCTL_CLAUDE_BIN. The only setting changed is the cooldown
-(0: it is a deliberate wait, not overhead); no user or project configuration file is read, and
-the database is the default one (SQLite in the user data directory, a scratch XDG_DATA_HOME).
-The baseline, measured in the same run, is a bare shell loop running the same fake agent:
+The user's path: an agent adapter (claude unless ``--agent`` names another), default settings,
+a git repository. The agent is a fake CLI (bench/fake_agents/<agent>.py: standard library only,
+one edit per run, the stream of a one-turn session in its agent's format) selected with the
+agent's RALPHCTL_<AGENT>_BIN. The only setting changed is the cooldown (0: it is a deliberate
+wait, not overhead); no user or project configuration file is read, and the database is the
+default one (SQLite in the user data directory, a scratch XDG_DATA_HOME). The baseline,
+measured in the same run, is a bare shell loop running the same fake agent with the command
+the adapter builds (bench/agent_fakes.py):
 
-    shell loop : for i in 1..N: echo prompt | fake_claude -p --output-format stream-json ...
+    shell loop : for i in 1..N: <the adapter's argv> < prompt > /dev/null
     ralphctl   : ralphctl run --task ... --max-iterations N --cooldown 0 --workdir ...
 
 - per-iteration overhead: the slope of ralphctl's time between a short run and a long one
@@ -15,6 +17,7 @@ The baseline, measured in the same run, is a bare shell loop running the same fa
   real rate), minus the shell loop's time per iteration; fixed costs cancel out;
 - on repositories of growing size, against one ``git status`` of the same repository (on
   20,000 files also with checkpoints off, to show what the checkpoint commits add);
+  repositories are built once and cached under the temp dir (bench/git_repos.py);
 - start-up to the first spawn: from launching ``ralphctl run`` to the moment the runner
   spawned the first agent (the iteration's ``agent_started_at``);
 - fixed cost of a run: the wall time of a one-iteration run minus one agent run;
@@ -27,7 +30,9 @@ Budgets (on the wall clock; printed next to the figures, never asserted): <= 10 
 iteration on a small repository; <= one ``git status`` + 10 ms per iteration on 20,000 files;
 <= 300 ms start-up to the first spawn; <= 500 ms fixed cost of a run.
 
-    .venv/bin/python bench/overhead.py [--rounds R] [--sizes 1000,10000,20000,100000]
+    .venv/bin/python bench/overhead.py [--rounds R] [--sizes 1000,10000,20000] [--big]
+    .venv/bin/python bench/overhead.py --agent codex      (small repository, one adapter)
+    .venv/bin/python bench/overhead.py --all-agents       (every adapter with a fake)
 """
 
 from __future__ import annotations
@@ -44,13 +49,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from git_repos import IDENTITY, git_status, make_repository
+from agent_fakes import bare_command, benchable, install_fake
+from git_repos import IDENTITY, cached_repository, git_status, make_repository
+from ralphctl.agents.registry import spec_for
+from ralphctl.agents.spec import AgentSpec
 from timing import Cost, median, timed
 
 BIN = Path(sys.executable).parent
-FAKE_CLAUDE = Path(__file__).with_name("fake_claude.py")
 SMALL_REPOSITORY = 50
-DEFAULT_SIZES = "1000,10000,20000,100000"
+DEFAULT_SIZES = "1000,10000,20000"
+BIG_SIZES = "100000"
 BIG = 20_000
 ONE_ITERATION_RUNS = 5
 SCRIPTED = {"steps": [{"text": "nothing to do", "cost_usd": 0.0001, "tokens": {"input": 1}}]}
@@ -74,20 +82,26 @@ class Bench:
     """Runs both loops in one scratch directory with a clean environment and one database,
     where a user's is (under the user data directory)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, spec: AgentSpec) -> None:
         self.root = root
-        self.claude = self._install_fake_claude()
-        self.env = _clean_environment(root, self.claude)
+        self.spec = spec
+        self.fake = install_fake(spec, root)
+        self.prompt = root / "prompt.txt"
+        self.prompt.write_text("benchmark\n")
+        self.env = _clean_environment(root, spec, self.fake)
         self.db = root / "data" / "ralphctl" / "ralphctl.db"
 
-    def claude_agent(self, *flags: str) -> Agent:
-        """The fake claude; ``flags`` for ``ralphctl run`` (none: the defaults)."""
-        return Agent(flags, f"{self.claude} -p --output-format stream-json --verbose")
+    def agent(self, workdir: Path, *flags: str) -> Agent:
+        """The fake agent in ``workdir``; ``flags`` for ``ralphctl run`` (none: the defaults;
+        the agent is named unless it is the default one)."""
+        named = () if self.spec.name == "claude" else ("--agent", self.spec.name)
+        command = bare_command(self.spec, self.fake, workdir, self.prompt)
+        return Agent((*named, *flags), command)
 
     def scripted_agent(self) -> Agent:
         script = self.root / "script.json"
         script.write_text(json.dumps(SCRIPTED))
-        command = f"{sys.executable} -m ralphctl.agents.scripted_agent {script}"
+        command = f"{sys.executable} -m ralphctl.agents.scripted_agent {script} < /dev/null"
         return Agent(("--agent", "scripted", "--script", str(script)), command)
 
     def overhead(self, workdir: Path, agent: Agent, short: int, long: int, rounds: int) -> Overhead:
@@ -103,8 +117,9 @@ class Bench:
 
     def shell_loop(self, workdir: Path, agent: Agent, iterations: int) -> Cost:
         loop = (
-            f"for i in $(seq 1 {iterations}); do echo prompt | "
-            f"RALPHCTL_ITERATION=$i {agent.shell_command} > /dev/null || exit 1; done"
+            f"for i in $(seq 1 {iterations}); do "
+            f"RALPHCTL_ITERATION=$i; export RALPHCTL_ITERATION; {agent.shell_command} || exit 1; "
+            "done"
         )
         return timed(["sh", "-c", loop], workdir, self.env)[0]
 
@@ -146,68 +161,80 @@ class Bench:
         spawned_at = datetime.fromisoformat(spawned).replace(tzinfo=UTC)  # SQLite: naive UTC
         return (spawned_at.timestamp() - launched) * 1000, cost.ms()
 
-    def _install_fake_claude(self) -> Path:
-        """The fake agent as an executable run by this interpreter without site packages."""
-        target = self.root / "claude"
-        target.write_text(f"#!{sys.executable} -IS\n{FAKE_CLAUDE.read_text()}")
-        target.chmod(0o755)
-        return target
 
-
-def _clean_environment(root: Path, claude: Path) -> dict[str, str]:
-    """No user or project settings and no RALPHCTL_* overrides but the fake claude's path."""
+def _clean_environment(root: Path, spec: AgentSpec, fake: Path) -> dict[str, str]:
+    """No user or project settings and no RALPHCTL_* overrides but the fake agent's path."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RALPHCTL_")}
     env.update(IDENTITY)
     env["XDG_CONFIG_HOME"] = str(root / "config")
     env["XDG_DATA_HOME"] = str(root / "data")
-    env["RALPHCTL_CLAUDE_BIN"] = str(claude)
+    assert spec.bin_env is not None
+    env[spec.bin_env] = str(fake)
     return env
 
 
 def report_small(bench: Bench, rounds: int) -> None:
     workdir = make_repository(bench.root / "small", SMALL_REPOSITORY)
-    claude = bench.claude_agent()
-    bench.ralphctl(workdir, claude, 1)  # creates the database, as a user's first run did
-    per = bench.overhead(workdir, claude, short=10, long=40, rounds=rounds)
-    runs = [bench.one_iteration(workdir, claude) for _ in range(ONE_ITERATION_RUNS)]
+    agent = bench.agent(workdir)
+    bench.ralphctl(workdir, agent, 1)  # creates the database, as a user's first run did
+    per = bench.overhead(workdir, agent, short=10, long=40, rounds=rounds)
+    runs = [bench.one_iteration(workdir, agent) for _ in range(ONE_ITERATION_RUNS)]
     startup = statistics.median(spawn for spawn, _ in runs)
     fixed = median([cost - per.agent for _, cost in runs])
-    print(f"small git repository ({SMALL_REPOSITORY} files), claude adapter, defaults")
+    name = bench.spec.name
+    print(f"small git repository ({SMALL_REPOSITORY} files), {name} adapter, defaults")
     _header()
     _row("agent run (shell loop), per iteration", per.agent)
-    _row("ralphctl overhead, per iteration", per.added, "<= 10 ms")
-    print(f"  {'start-up to first spawn':<40} {startup:9.1f} {'':>9}   <= 300 ms")
-    _row("fixed cost of a run (N=1 wall - agent)", fixed, "<= 500 ms")
+    _row("ralphctl overhead, per iteration", per.added, _verdict(per.added.wall, 10))
+    ratio = (per.agent.wall + per.added.wall) / per.agent.wall if per.agent.wall else 0.0
+    print(f"  {'ralphctl / shell loop, per iteration':<40} {ratio:8.2f}x")
+    print(f"  {'start-up to first spawn':<40} {startup:9.1f} {'':>9}   {_verdict(startup, 300)}")
+    _row("fixed cost of a run (N=1 wall - agent)", fixed, _verdict(fixed.wall, 500))
 
 
 def report_variants(bench: Bench, rounds: int) -> None:
     plain = bench.root / "not-git"
     plain.mkdir()
-    claude = bench.overhead(plain, bench.claude_agent(), short=10, long=40, rounds=rounds)
+    agent = bench.overhead(plain, bench.agent(plain), short=10, long=40, rounds=rounds)
+    small = bench.root / "small"
+    off = bench.agent(small, "--checkpoint-interval", "0")
+    no_checkpoints = bench.overhead(small, off, short=10, long=40, rounds=rounds)
     old = bench.root / "old-benchmark"
     old.mkdir()
     (old / "ralphctl.toml").write_text("[loops.defaults]\nno_progress_threshold = false\n")
     scripted = bench.overhead(old, bench.scripted_agent(), short=10, long=40, rounds=rounds)
     print("variants: ralphctl overhead per iteration")
-    _row("claude adapter, not a git directory", claude.added)
+    _header()
+    _row(f"{bench.spec.name} adapter, checkpoints off", no_checkpoints.added)
+    _row(f"{bench.spec.name} adapter, not a git directory", agent.added)
     _row("scripted, no git, no-progress off (old)", scripted.added)
 
 
 def report_sizes(bench: Bench, sizes: list[int], rounds: int) -> None:
-    print("ralphctl overhead per iteration by repository size (claude adapter, defaults)")
-    print(f"  {'files':>8} {'git status':>21} {'overhead':>21}   budget (wall)")
+    print(f"ralphctl overhead per iteration by repository size ({bench.spec.name}, defaults)")
+    print(
+        f"  {'files':>8} {'git status':>21} {'overhead':>21} {'overhead - status':>18}"
+        "   budget (wall)"
+    )
     for files in sizes:
-        workdir = make_repository(bench.root / f"files{files}", files)
+        workdir = cached_repository(files)
         status_before = git_status(workdir)
         long = 15 if files > BIG else 25
-        per = bench.overhead(workdir, bench.claude_agent(), short=5, long=long, rounds=rounds)
+        agent = bench.agent(workdir)
+        per = bench.overhead(workdir, agent, short=5, long=long, rounds=rounds)
         status = median([status_before, git_status(workdir)])
-        budget = f"<= {status.wall + 10:.0f} ms (git status + 10)" if files == BIG else ""
-        print(f"  {files:>8} {_pair(status)} {_pair(per.added)}   {budget}")
+        over = per.added.wall - status.wall
+        budget = _verdict(over, 10, "git status + ") if files == BIG else ""
+        print(f"  {files:>8} {_pair(status)} {_pair(per.added)} {over:15.1f} ms   {budget}")
         if files == BIG:  # what the checkpoint commits (every 5 iterations) add to it
-            agent = bench.claude_agent("--checkpoint-interval", "0")
-            alone = bench.overhead(workdir, agent, short=5, long=long, rounds=rounds)
-            print(f"  {'':>8} {'checkpoints off:':>21} {_pair(alone.added)}")
+            off = bench.agent(workdir, "--checkpoint-interval", "0")
+            alone = bench.overhead(workdir, off, short=5, long=long, rounds=rounds)
+            over = alone.added.wall - status.wall
+            print(f"  {'':>8} {'checkpoints off:':>21} {_pair(alone.added)} {over:15.1f} ms")
+
+
+def _verdict(value: float, budget: float, what: str = "") -> str:
+    return f"<= {what}{budget:.0f} ms: {'ok' if value <= budget else 'OVER'}"
 
 
 def _header() -> None:
@@ -222,18 +249,39 @@ def _pair(cost: Cost) -> str:
     return f"{cost.wall:7.1f} ms {cost.cpu:6.1f} CPU"
 
 
+def run_bench(spec: AgentSpec, rounds: int, sizes: list[int] | None) -> None:
+    """One agent's figures; ``sizes`` (claude's full report) adds the variants and sizes."""
+    with tempfile.TemporaryDirectory(prefix="ralphctl-bench-") as tmp:
+        bench = Bench(Path(tmp), spec)
+        report_small(bench, rounds)
+        if sizes is not None:
+            report_variants(bench, rounds)
+            report_sizes(bench, sizes, max(1, rounds - 1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds per figure (median)")
     parser.add_argument("--sizes", default=DEFAULT_SIZES, help="repository sizes, in files")
+    parser.add_argument("--big", action="store_true", help=f"also {BIG_SIZES} files (slow)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--agent", help="one adapter on the small repository (default: claude)")
+    which.add_argument("--all-agents", action="store_true", help="every adapter with a fake")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",") if size]
-    print(f"ralphctl run against a shell loop of the same fake claude; {args.rounds} rounds")
-    with tempfile.TemporaryDirectory(prefix="ralphctl-bench-") as tmp:
-        bench = Bench(Path(tmp))
-        report_small(bench, args.rounds)
-        report_variants(bench, args.rounds)
-        report_sizes(bench, sizes, max(1, args.rounds - 1))
+    if args.big:
+        sizes += [int(size) for size in BIG_SIZES.split(",")]
+    print(f"ralphctl run against a shell loop of the same fake agent; {args.rounds} rounds")
+    if args.all_agents:
+        found, skipped = benchable()
+        for reason in skipped:
+            print(f"skipped {reason}")
+        for spec in found:
+            run_bench(spec, args.rounds, None)
+    elif args.agent and args.agent != "claude":
+        run_bench(spec_for(args.agent), args.rounds, None)
+    else:
+        run_bench(spec_for("claude"), args.rounds, sizes)
 
 
 if __name__ == "__main__":

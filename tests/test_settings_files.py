@@ -37,7 +37,7 @@ def test_every_problem_of_a_file_is_reported_at_once_with_file_table_and_key(tmp
     lines = [line.strip() for line in problems_of(tmp_path)]
     assert lines == [
         f"{path}: [loop.defaults]: unknown table; did you mean [loops.defaults]?"
-        " (known: [loops], [server])",
+        " (known: [loops], [server], [notify])",
         f"{path}: [loops.defaults] max_iteration: unknown setting; known: "
         + lines[1].partition("known: ")[2],
         f"{path}: [loops.defaults] max_cost_usd: must be a finite number, not nan",

@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ralphctl.domain import numbers
 from ralphctl.domain.config import (
@@ -25,6 +25,9 @@ from ralphctl.domain.config import (
     closest,
     suggestion,
 )
+
+if TYPE_CHECKING:  # imported when a file has [notify]: `ralphctl run` starts without it
+    from ralphctl.notify.config import NotifySettings
 
 PROJECT_FILE = "ralphctl.toml"
 ON_START = ("resume", "leave_paused")
@@ -70,6 +73,7 @@ class SettingsFile:
     loop_defaults: dict[str, Any] = field(default_factory=dict)  # LoopConfig field -> value
     loops: dict[str, Any] = field(default_factory=dict)  # [loops] manager settings
     server: dict[str, Any] = field(default_factory=dict)  # [server]
+    notify: NotifySettings | None = None  # [notify], None when the file has none
 
 
 def read_settings_file(path: Path) -> SettingsFile:
@@ -87,9 +91,18 @@ def read_settings_file(path: Path) -> SettingsFile:
         loop_defaults=_loop_defaults(loops, problems),
         loops=problems.checked("loops", loops, _MANAGER_CHECKS["loops"], skip=_LOOP_TABLES),
         server=problems.checked("server", server, _MANAGER_CHECKS["server"]),
+        notify=_notify(data, problems),
     )
     problems.raise_any()
     return found
+
+
+def _notify(data: Mapping[str, Any], problems: _Problems) -> NotifySettings | None:
+    if "notify" not in data:
+        return None
+    from ralphctl.notify.config import parse_notify
+
+    return parse_notify(problems.table(data, "notify"), problems.add)
 
 
 def _loop_defaults(loops: Mapping[str, Any], problems: _Problems) -> dict[str, Any]:
@@ -299,6 +312,24 @@ def resolve_settings(project_dir: Path | None = None) -> Settings:
     return Settings(LoopsSettings(**values["loops"]), ServerSettings(**values["server"]), sources)
 
 
+def resolve_notify(project_dir: Path | None = None) -> NotifySettings:
+    """``[notify]`` from the user config, then ``project_dir/ralphctl.toml`` (each file checked
+    as a whole): the channels of both, the project's ``enabled`` over the user's."""
+    from ralphctl.notify.config import NotifySettings
+
+    notify = NotifySettings()
+    for path in _paths(project_dir):
+        found = read_settings_file(path).notify
+        notify = notify if found is None else found.over(notify)
+    return notify
+
+
+def notify_configured(project_dir: Path | None = None) -> bool:
+    """Whether a settings file of ``project_dir`` has a ``[notify]`` table (cheap: the
+    notification modules are not imported)."""
+    return any(read_settings_file(path).notify is not None for path in _paths(project_dir))
+
+
 def _whole(minimum: int, maximum: int | None = None) -> Callable[[object], int]:
     def check(value: object) -> int:
         if maximum is None:
@@ -327,7 +358,7 @@ def _host(value: object) -> str:
     return value.strip()
 
 
-_TOP_LEVEL = ("loops", "server")
+_TOP_LEVEL = ("loops", "server", "notify")
 _LOOP_TABLES = ("defaults", "costs", "llm")
 #: ``[loops.llm]`` key -> LoopConfig field.
 _LLM_FIELDS = {"model": "model", "max_tokens": "max_output_tokens", "temperature": "temperature"}

@@ -1,10 +1,14 @@
-"""Replaying recorded stream-json through a parser, for the parser tests."""
+"""Replaying recorded agent output through a parser, for the parser tests: the helpers
+every agent's tests share, and Claude's cassettes."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from ralphctl.agents.base import ProcessOutcome
+from ralphctl.agents.base import ProcessOutcome, StreamParser
 from ralphctl.agents.claude import ClaudeStreamParser
 from ralphctl.agents.events import AgentEvent
 from ralphctl.domain.model import IterationResult
@@ -13,19 +17,35 @@ CASSETTES = Path(__file__).parent / "cassettes" / "claude"
 REAL_CLI_CASSETTES = Path(__file__).parents[1] / "realcli" / "cassettes"
 
 
+def recorded_lines(path: Path) -> list[bytes]:
+    """The lines of a recorded stream as the process layer would cut them."""
+    lines = path.read_bytes().split(b"\n")
+    return lines[:-1] if lines[-1] == b"" else lines
+
+
+def recorded_sidecar(path: Path) -> dict[str, Any]:
+    """What a cassette's sidecar ``<name>.json`` says of the run (exit code, stderr tail…)."""
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def feed_all(
+    parser: StreamParser, lines: Iterable[bytes], outcome: ProcessOutcome
+) -> tuple[list[AgentEvent], IterationResult]:
+    """Every event ``parser`` makes of ``lines``, and its result once the process ended so."""
+    events = [event for line in lines for event in parser.feed(line)]
+    return events, parser.finish(outcome)
+
+
 def cassette_lines(name: str) -> list[bytes]:
     """The lines of ``cassettes/claude/<name>.jsonl`` as the process layer would cut them."""
-    data = (CASSETTES / f"{name}.jsonl").read_bytes()
-    lines = data.split(b"\n")
-    return lines[:-1] if lines[-1] == b"" else lines
+    return recorded_lines(CASSETTES / f"{name}.jsonl")
 
 
 def replay_lines(
     lines: list[bytes], outcome: ProcessOutcome | None = None
 ) -> tuple[list[AgentEvent], IterationResult]:
-    parser = ClaudeStreamParser()
-    events = [event for line in lines for event in parser.feed(line)]
-    return events, parser.finish(outcome or exited(0))
+    return feed_all(ClaudeStreamParser(), lines, outcome or exited(0))
 
 
 def replay(

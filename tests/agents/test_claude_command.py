@@ -14,15 +14,13 @@ import pytest
 from ralphctl.agents.base import AgentRequest, AgentUnavailable, ProcessOutcome, StopHook
 from ralphctl.agents.claude import BLOCK_CAP_ENV, ClaudeAdapter, block_cap
 from ralphctl.agents.events import ToolCall
+from tests.agents.fake_cli import put_executable
 
 
 @pytest.fixture
 def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An executable called ``claude``, alone on PATH."""
-    binary = tmp_path / "bin" / "claude"
-    binary.parent.mkdir()
-    binary.write_text("#!/bin/sh\n")
-    binary.chmod(0o755)
+    binary = put_executable(tmp_path / "bin" / "claude")
     monkeypatch.delenv("RALPHCTL_CLAUDE_BIN", raising=False)
     monkeypatch.setenv("PATH", str(binary.parent))
     return binary
@@ -166,9 +164,7 @@ def test_as_root_bypass_permissions_gets_is_sandbox(
 def test_ralphctl_claude_bin_names_the_executable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    custom = tmp_path / "my-claude"
-    custom.write_text("#!/bin/sh\n")
-    custom.chmod(0o755)
+    custom = put_executable(tmp_path / "my-claude")
     monkeypatch.setenv("RALPHCTL_CLAUDE_BIN", str(custom))
     monkeypatch.setenv("PATH", "")
 

@@ -379,3 +379,35 @@ def test_a_file_that_cannot_be_executed_is_reported_as_agent_unavailable(tmp_pat
 def test_a_missing_working_directory_is_refused_before_spawning(tmp_path: Path) -> None:
     with pytest.raises(NotADirectoryError, match="does not exist"):
         run(python("print(1)"), tmp_path / "gone")
+
+
+@pytest.mark.parametrize("stop", ["timeout", "interrupt", "force"])
+def test_a_command_in_a_group_of_its_own_dies_with_the_stopped_agent(
+    tmp_path: Path, stop: str
+) -> None:
+    # Gemini CLI's shell tool starts each command in a process group of its own, which a
+    # signal to the agent's group does not reach; the agent itself exits at once on SIGINT.
+    command = python(
+        """
+        import signal, subprocess, sys, time
+        child = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        print(child.pid, flush=True)
+        print("ready", flush=True)
+        signal.signal(signal.SIGINT, lambda *_: sys.exit(0))
+        time.sleep(60)
+        """
+    )
+    event = asyncio.Event()
+
+    recorder, outcome = run(
+        command,
+        tmp_path,
+        timeout=2.0 if stop == "timeout" else 20,
+        on_event=interrupt_when(b"ready", event),
+        interrupt=event if stop == "interrupt" else None,
+        force=event if stop == "force" else None,
+    )
+
+    escaped = int(recorder.lines[0])
+    assert outcome.timed_out is (stop == "timeout")
+    assert gone(escaped)

@@ -108,6 +108,26 @@ def stored(**changes: Any) -> Callable[[Store, str, Path], str]:
     return make
 
 
+def asking(**changes: Any) -> Callable[[Store, str, Path], str]:
+    """A fresh loop whose runner waits for an answer to its agent's question
+    (``on_question = wait``): paused with the question, one message delivered, one pending."""
+    question = "Should I use PostgreSQL or [b]SQLite[/b]?"
+
+    def make(store: Store, _url: str, workdir: Path) -> str:
+        detail = f"waiting until 2026-03-01 13:00 UTC for an answer: {question}"
+        loop = fresh(workdir, status=LoopStatus.PAUSED, stop_detail=detail, **alive(), **changes)
+        loop_id = with_iterations(store, loop, 2)
+        told = store.append_event(
+            loop_id, "message", {"text": "Use [red]tabs[/red].", "sender": "ana"}
+        )
+        store.append_event(loop_id, "iteration_started", {"iteration": 2, "messages": [told.seq]})
+        store.append_event(loop_id, "question", {"iteration": 2, "question": question})
+        store.append_event(loop_id, "message", {"text": "Never mind.", "sender": "ana"})
+        return loop_id
+
+    return make
+
+
 def managed_hook(**changes: Any) -> Callable[[Store, str, Path], str]:
     """A hook-mode loop that ralphctl launched (``run --mode hook``, the manager); once it
     began, its runner recorded its host."""
@@ -159,6 +179,15 @@ def ended(status: LoopStatus, reason: StopReason) -> dict[str, Any]:
     return {"status": status, "stop_reason": reason, "stop_detail": f"{reason} [red]x[/]"}
 
 
+#: A loop of the command agent: its command line, usage patterns and isolation stored.
+COMMAND_AGENT = LoopConfig(
+    agent="command",
+    agent_command="my-agent --prompt-file {prompt_file}",
+    agent_tokens_regex=r"tokens: (?P<input>\d+) in, (?P<output>\d+) out",
+    agent_cost_regex=r"cost: \$(?P<cost>[0-9.]+)",
+    isolate_agent_config=True,
+).to_json()
+
 RUNNING = LoopStatus.RUNNING
 SHAPES = [
     Shape("fresh pending, no iterations", True, stored(iterations=0)),
@@ -180,6 +209,7 @@ SHAPES = [
         stored(status=LoopStatus.RATE_LIMITED, rate_limited_until=T0, **gone()),
     ),
     Shape("fresh paused", True, stored(status=LoopStatus.PAUSED)),
+    Shape("fresh paused on a question, runner waiting", False, asking()),
     Shape("fresh completed", False, stored(**ended(LoopStatus.COMPLETED, StopReason.COMPLETION))),
     Shape("fresh blocked", True, stored(**ended(LoopStatus.BLOCKED, StopReason.BLOCKED))),
     Shape("fresh stopped", True, stored(**ended(LoopStatus.STOPPED, StopReason.USER_STOP))),
@@ -191,6 +221,11 @@ SHAPES = [
     ),
     Shape("fresh, empty config, crashed", True, stored(status=RUNNING, config={}, **gone())),
     Shape("fresh, workflow", True, stored(status=LoopStatus.PAUSED, workflow="bugfix")),
+    Shape(
+        "fresh, command agent",
+        True,
+        stored(status=LoopStatus.PAUSED, agent="command", config=COMMAND_AGENT),
+    ),
     Shape("managed hook pending", True, managed_hook()),
     Shape("managed hook running", False, managed_hook(status=RUNNING, **alive())),
     Shape("managed hook paused", True, managed_hook(status=LoopStatus.PAUSED)),

@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from ralphctl.agents.events import RawLine, TextChunk
+from ralphctl.agents.events import AgentEvent, RawLine, TextChunk
 from ralphctl.cli.ui import TerminalObserver
 from ralphctl.domain.config import LoopConfig
 from tests.store.factories import new_loop
@@ -38,3 +38,18 @@ def test_escape_sequences_in_the_agent_s_text_never_reach_the_terminal() -> None
 
 def test_quiet_shows_no_agent_output() -> None:
     assert shown(RawLine("noise"), TextChunk("text"), quiet=True) == ""
+
+
+def test_plain_output_is_the_same_written_directly_as_through_rich() -> None:
+    events: list[AgentEvent] = [
+        RawLine("npm  is old [x]"),
+        TextChunk("a [b]\ttab"),
+        TextChunk("end", delta=True),
+    ]
+    direct = shown(*events)
+    out = io.StringIO()
+    recording = Console(file=out, width=200, force_terminal=False, color_system=None, record=True)
+    with TerminalObserver(recording, new_loop(iteration=1), LoopConfig(), quiet=False) as observer:
+        for event in events:
+            observer.on_agent_event(1, event)
+    assert direct == out.getvalue() == "  npm  is old [x]\na [b]   tab\nend\n"

@@ -7,9 +7,13 @@ from dataclasses import replace
 import pytest
 
 from ralphctl.domain.costs import (
+    ANTHROPIC_PRICES,
     DEFAULT_PRICES,
+    GOOGLE_PRICES,
+    OPENAI_PRICES,
     PRICES_AS_OF,
     UNNAMED_MODEL,
+    XAI_PRICES,
     Cost,
     CostSource,
     Price,
@@ -43,6 +47,31 @@ MILLION = TokenUsage(input=1_000_000, output=1_000_000, cache_read=1_000_000, ca
         ("Claude-Opus-5-5", (4.0, 20.0, 0.2, 5.0)),
         ("us.anthropic.claude-opus-4-5-20251101-v1:0", (5.0, 25.0, 0.5, 6.25)),
         ("anthropic/claude-sonnet-4-5", (3.0, 15.0, 0.3, 3.75)),
+        ("claude-opus-4.5", (5.0, 25.0, 0.5, 6.25)),  # Copilot's spelling
+        ("claude-sonnet-4.5", (3.0, 15.0, 0.3, 3.75)),
+        ("gpt-5", (1.25, 10.0, 0.125, 1.25)),
+        ("gpt-5-codex", (1.25, 10.0, 0.125, 1.25)),
+        ("gpt-5.1-codex-max", (1.25, 10.0, 0.125, 1.25)),
+        ("openai/gpt-5-2025-08-07", (1.25, 10.0, 0.125, 1.25)),
+        ("gpt-5.2", (1.75, 14.0, 0.175, 1.75)),
+        ("gpt-5-mini", (0.25, 2.0, 0.025, 0.25)),
+        ("gpt-5.1-codex-mini", (0.25, 2.0, 0.025, 0.25)),
+        ("gpt-5-nano-2025-08-07", (0.05, 0.4, 0.005, 0.05)),
+        ("gpt-5-pro", (15.0, 120.0, 15.0, 15.0)),
+        ("gpt-4.1", (2.0, 8.0, 0.5, 2.0)),
+        ("gpt-4.1-mini-2025-04-14", (0.4, 1.6, 0.1, 0.4)),
+        ("gpt-4.1-nano", (0.1, 0.4, 0.025, 0.1)),
+        ("o3", (2.0, 8.0, 0.5, 2.0)),
+        ("o3-pro", (20.0, 80.0, 20.0, 20.0)),
+        ("o4-mini-2025-04-16", (1.1, 4.4, 0.275, 1.1)),
+        ("openrouter/openai/o4-mini", (1.1, 4.4, 0.275, 1.1)),
+        ("gemini-2.5-pro", (1.25, 10.0, 0.125, 1.25)),
+        ("models/gemini-2.5-flash", (0.3, 2.5, 0.03, 0.3)),
+        ("google/gemini-2.5-flash-lite", (0.1, 0.4, 0.01, 0.1)),
+        ("gemini-2.5-flash-preview-09-2025", (0.3, 2.5, 0.03, 0.3)),
+        ("gemini-3-pro-preview", (2.0, 12.0, 0.2, 2.0)),
+        ("gemini-3-flash-preview", (0.5, 3.0, 0.05, 0.5)),
+        ("grok-code-fast-1", (0.2, 1.5, 0.02, 0.2)),
     ],
 )
 def test_the_longest_listed_prefix_prices_a_model(model, per_million):
@@ -51,14 +80,26 @@ def test_the_longest_listed_prefix_prices_a_model(model, per_million):
     assert (price.input, price.output, price.cache_read, price.cache_write) == per_million
 
 
-@pytest.mark.parametrize("model", ["gpt-5", "claude-opus-40", "opus", "", "claude-"])
+@pytest.mark.parametrize(
+    "model", ["gpt-50", "gpt-4", "o33", "claude-opus-40", "opus", "", "claude-", "llama-3.3"]
+)
 def test_models_that_no_prefix_matches_have_no_price(model):
     assert price_for(model) is None
 
 
-def test_the_shipped_table_is_dated():
-    assert PRICES_AS_OF == "2026-11-21"
+def test_the_shipped_table_is_dated_per_provider():
+    assert PRICES_AS_OF == {
+        "anthropic": "2026-11-21",
+        "openai": "2025-12",
+        "google": "2025-12",
+        "xai": "2025-12",
+    }
     assert all(isinstance(price, Price) for price in DEFAULT_PRICES.values())
+
+
+def test_no_provider_prices_a_model_of_another():
+    tables = [ANTHROPIC_PRICES, OPENAI_PRICES, GOOGLE_PRICES, XAI_PRICES]
+    assert sum(len(table) for table in tables) == len(DEFAULT_PRICES)
 
 
 def test_a_price_sums_every_kind_of_token():
@@ -96,9 +137,14 @@ def test_a_price_sums_every_kind_of_token():
             id="each model's tokens at its own price",
         ),
         pytest.param(
-            IterationResult(model="gpt-5", tokens=TokenUsage(input=10)),
-            Cost(None, None, ("gpt-5",)),
+            IterationResult(model="llama-3.3-70b", tokens=TokenUsage(input=10)),
+            Cost(None, None, ("llama-3.3-70b",)),
             id="unknown model: no cost",
+        ),
+        pytest.param(
+            IterationResult(model="gpt-5-codex", tokens=TokenUsage(input=800_000, output=10_000)),
+            Cost(1.1, CostSource.ESTIMATED),
+            id="an OpenAI model's tokens are priced",
         ),
         pytest.param(
             IterationResult(
@@ -125,12 +171,19 @@ def test_iteration_cost(result, expected):
 def test_user_prices_override_and_extend_the_table():
     prices = {
         **DEFAULT_PRICES,
-        "gpt-5": Price(1.25, 10, 0.125, 0),
+        "gpt-5": Price(2, 10, 0.125, 0),
+        "llama-3": Price(0.5, 0.5, 0.5, 0.5),
         "claude-opus-5-5": Price(1, 1, 1, 1),
     }
     tokens = TokenUsage(input=1_000_000)
+    assert iteration_cost(IterationResult(model="gpt-5-codex", tokens=tokens), prices) == Cost(
+        2.0, CostSource.ESTIMATED
+    )
     assert iteration_cost(IterationResult(model="gpt-5-mini", tokens=tokens), prices) == Cost(
-        1.25, CostSource.ESTIMATED
+        0.25, CostSource.ESTIMATED
+    )  # a longer shipped prefix still wins for its models
+    assert iteration_cost(IterationResult(model="llama-3.3", tokens=tokens), prices) == Cost(
+        0.5, CostSource.ESTIMATED
     )
     assert iteration_cost(IterationResult(model="claude-opus-5-5", tokens=tokens), prices) == Cost(
         1.0, CostSource.ESTIMATED

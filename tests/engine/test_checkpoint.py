@@ -1,9 +1,11 @@
 import asyncio
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from ralphctl.engine import checkpoint
 from ralphctl.engine.checkpoint import (
     GitError,
     branch_at,
@@ -13,6 +15,7 @@ from ralphctl.engine.checkpoint import (
     restore,
     uncommitted_changes,
 )
+from ralphctl.engine.gitindex import StagedTree, copy_index, signature
 from ralphctl.engine.statefile import ralph_dir
 
 
@@ -60,14 +63,139 @@ def test_no_change_means_no_empty_commit(repo):
 
 
 def test_a_failing_commit_is_reported_not_raised(repo):
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("")  # another git command is using the index
+    (repo / "a.txt").write_text("a\n")
+    head = git(repo, "rev-parse", "HEAD")
+    outcome = asyncio.run(create_checkpoint(repo, 3))
+    assert outcome.sha is None
+    assert "index.lock exists" in (outcome.error or "")
+    assert git(repo, "rev-parse", "HEAD") == head
+    assert lock.exists()  # not ours to remove
+
+
+def test_commit_hooks_do_not_run_for_a_checkpoint(repo):
     hook = repo / ".git" / "hooks" / "pre-commit"
-    hook.write_text("#!/bin/sh\necho 'lint failed' >&2\nexit 1\n")
+    hook.write_text("#!/bin/sh\necho ran > hook-ran.txt\necho 'lint failed' >&2\nexit 1\n")
     hook.chmod(0o755)
     (repo / "a.txt").write_text("a\n")
     outcome = asyncio.run(create_checkpoint(repo, 3))
-    assert outcome.sha is None
-    assert "git commit failed" in (outcome.error or "")
-    assert "lint failed" in (outcome.error or "")
+    assert outcome.sha == git(repo, "rev-parse", "HEAD")
+    assert not (repo / "hook-ran.txt").exists()
+
+
+def test_the_users_staged_changes_are_committed_and_the_index_matches_the_checkpoint(repo):
+    (repo / "staged.py").write_text("staged = 1\n")
+    git(repo, "add", "staged.py")
+    (repo / "staged.py").write_text("staged = 2\n")  # staged once, then edited again
+    git(repo, "rm", "-q", "README")  # a staged deletion
+    (repo / "new.py").write_text("untracked\n")
+
+    outcome = asyncio.run(create_checkpoint(repo, 5))
+
+    assert outcome.sha == git(repo, "rev-parse", "HEAD")
+    assert git(repo, "ls-tree", "--name-only", "HEAD").splitlines() == ["new.py", "staged.py"]
+    assert git(repo, "show", "HEAD:staged.py") == "staged = 2"
+    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "diff-files", "--name-only") == ""  # the index's stat data is current
+    assert git(repo, "log", "-1", "--format=%gs", "-g") == "ralphctl: " + git(
+        repo, "log", "-1", "--format=%s"
+    )
+
+
+def test_outside_a_sub_work_dir_only_what_the_user_staged_is_committed(repo):
+    sub = repo / "pkg"
+    sub.mkdir()
+    (sub / "mod.py").write_text("x = 1\n")
+    (repo / "staged.txt").write_text("staged outside\n")
+    git(repo, "add", "staged.txt")
+    (repo / "README").write_text("edited outside, not staged\n")
+
+    asyncio.run(create_checkpoint(sub, 1))
+
+    committed = git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
+    assert committed == ["pkg/mod.py", "staged.txt"]
+    assert git(repo, "status", "--porcelain") == "M README"  # still the user's, unstaged
+
+
+def test_a_staged_tree_is_committed_as_given_while_the_users_index_is_unchanged(repo, tmp_path):
+    (repo / "a.txt").write_text("a\n")
+    staged = stage_privately(repo, tmp_path.parent / (tmp_path.name + "-private"))
+    (repo / "b.txt").write_text("after the probe looked\n")
+
+    outcome = asyncio.run(create_checkpoint(repo, 5, staged=staged))
+
+    assert git(repo, "rev-parse", "HEAD^{tree}") == staged.tree
+    assert (repo / ".git" / "index").read_bytes() == staged.index.read_bytes()
+    assert (repo / ".git" / "index").stat().st_mtime_ns == staged.index.stat().st_mtime_ns
+    assert git(repo, "status", "--porcelain") == "?? b.txt"
+    assert outcome.sha == git(repo, "rev-parse", "HEAD")
+
+
+def test_a_staged_tree_is_not_used_once_the_user_staged_something_else(repo, tmp_path):
+    (repo / "a.txt").write_text("a\n")
+    staged = stage_privately(repo, tmp_path.parent / (tmp_path.name + "-private"))
+    (repo / "b.txt").write_text("b\n")
+    git(repo, "add", "b.txt")  # the user's index changed: the probe's copy is stale
+
+    asyncio.run(create_checkpoint(repo, 5, staged=staged))
+
+    assert git(repo, "ls-tree", "--name-only", "HEAD").splitlines() == ["README", "a.txt", "b.txt"]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_head_moved_meanwhile_fails_the_checkpoint_and_keeps_the_index(repo, monkeypatch):
+    (repo / "a.txt").write_text("a\n")
+    index = (repo / ".git" / "index").read_bytes()
+    real = checkpoint._git
+
+    async def user_commits_first(workdir, *args, env=None):
+        if args[0] == "update-ref":
+            tree = git(repo, "rev-parse", "HEAD^{tree}")
+            git(
+                repo,
+                "update-ref",
+                "HEAD",
+                git(repo, "commit-tree", tree, "-p", "HEAD", "-m", "the user's"),
+            )
+        return await real(workdir, *args, env=env)
+
+    monkeypatch.setattr(checkpoint, "_git", user_commits_first)
+    outcome = asyncio.run(create_checkpoint(repo, 5))
+
+    assert "git update-ref failed" in (outcome.error or "")
+    assert git(repo, "log", "-1", "--format=%s") == "the user's"
+    assert (repo / ".git" / "index").read_bytes() == index
+    assert not (repo / ".git" / "index.lock").exists()
+
+
+def test_a_first_checkpoint_on_an_unborn_branch_is_a_root_commit(tmp_path):
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "config", "user.name", "t")
+    git(tmp_path, "config", "user.email", "t@example.invalid")
+    (tmp_path / "a.txt").write_text("1\n")
+
+    outcome = asyncio.run(create_checkpoint(tmp_path, 1))
+
+    assert git(tmp_path, "rev-list", "--count", "HEAD") == "1"
+    assert outcome.sha == git(tmp_path, "rev-parse", "HEAD")
+    assert git(tmp_path, "status", "--porcelain") == ""
+
+
+def stage_privately(repo: Path, scratch: Path) -> StagedTree:
+    """What the progress probe hands a checkpoint: the work dir staged into a copy of the
+    user's index."""
+    scratch.mkdir()
+    index = scratch / "index"
+    user_index = repo / ".git" / "index"
+    base = signature(user_index)
+    copy_index(user_index, index)
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)}
+    subprocess.run(["git", "add", "-A", "--", "."], cwd=repo, env=env, check=True)
+    tree = subprocess.run(
+        ["git", "write-tree"], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return StagedTree(tree, index, user_index, base)
 
 
 def test_a_plain_directory_is_not_a_work_tree(tmp_path, repo):

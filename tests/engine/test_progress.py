@@ -19,6 +19,7 @@ from ralphctl.domain.config import LoopConfig
 from ralphctl.engine import checkpoint, progress
 from ralphctl.engine.loops import new_loop as new_loop_record
 from ralphctl.engine.progress import ProgressProbe
+from ralphctl.engine.rollback import find_target, restore_to
 from ralphctl.engine.runner import LoopRunner
 from ralphctl.store.repository import Store
 from tests.engine.test_runner import DONE, new_loop, run
@@ -116,28 +117,61 @@ def test_a_forgotten_tree_is_taken_again_and_sees_what_changed_meanwhile(
     assert tree(probe.after()) == before  # the hook's edit is not the next iteration's progress
 
 
-def test_a_commit_in_a_repository_without_hooks_keeps_the_tree_without_running_git(
+def test_a_checkpoint_of_the_probes_staged_tree_is_not_the_next_iterations_progress(
     repo: Path, probe: ProgressProbe, git_calls: list[tuple[str, ...]]
 ):
     tree(probe.before())
+    (repo / "b.txt").write_text("b\n")
     after = tree(probe.after())
-    probe.committed()
-    runs = len(git_calls)
+    staged = asyncio.run(probe.staged())
+    assert staged is not None
+    assert asyncio.run(checkpoint.create_checkpoint(repo, 1, staged=staged)).sha is not None
     assert tree(probe.before()) == after
-    assert len(git_calls) == runs
+    calls = len(git_calls)
+    assert tree(probe.after()) == after
+    assert [call[0] for call in git_calls[calls:]] == ["add"]  # the user's new index is ours
 
 
-def test_a_commit_in_a_repository_with_a_hook_takes_the_tree_again(
+def test_a_forgotten_or_outdated_look_is_not_handed_to_a_checkpoint(
     repo: Path, probe: ProgressProbe
 ):
-    hook = repo / ".git" / "hooks" / "post-commit"
-    hook.write_text("#!/bin/sh\n")
-    hook.chmod(0o755)
     tree(probe.before())
-    after = tree(probe.after())
-    (repo / "a.txt").write_text("edited by the hook\n")
-    probe.committed()
-    assert tree(probe.before()) != after
+    (repo / "b.txt").write_text("b\n")
+    tree(probe.after())
+    (repo / "c.txt").write_text("c\n")
+    git(repo, "add", "c.txt")  # the user's index changed since the probe's copy
+    assert asyncio.run(probe.staged()) is None
+    tree(probe.after())
+    assert asyncio.run(probe.staged()) is not None
+    probe.forget()
+    assert asyncio.run(probe.staged()) is None
+
+
+def test_a_file_changed_twice_with_the_same_status_is_progress_each_time(
+    repo: Path, probe: ProgressProbe
+):
+    first = tree(probe.before())
+    (repo / "a.txt").write_text("one\n")
+    second = tree(probe.after())
+    (repo / "a.txt").write_text("two\n")  # " M a.txt" both times: the content tells
+    third = tree(probe.after())
+    (repo / "a.txt").unlink()
+    fourth = tree(probe.after())
+    assert len({first, second, third, fourth}) == 4
+
+
+def test_content_that_comes_back_is_the_same_content(repo: Path, probe: ProgressProbe):
+    before = tree(probe.before())
+    (repo / "a.txt").write_text("changed\n")
+    (repo / "new.txt").write_text("new\n")
+    changed = tree(probe.after())
+    (repo / "a.txt").write_text("a\n")
+    (repo / "new.txt").unlink()
+    assert tree(probe.after()) != changed
+    probe.close()  # a new copy of the user's index, compared by tree
+    assert tree(probe.before()) != changed
+    assert tree(probe.before()) == tree(probe.after())
+    assert before is not None
 
 
 def test_when_git_add_changed_nothing_the_last_tree_is_reused_without_write_tree(
@@ -291,18 +325,41 @@ def test_a_new_loop_asks_git_once_where_its_repository_is(
 
     asyncio.run(LoopRunner(lambda: Store.open(url), adapter, loop, config).run())
 
-    where = ("rev-parse", "--is-inside-work-tree", "--git-path", "index", "--git-path", "hooks")
+    where = ("rev-parse", "--is-inside-work-tree", "--git-path", "index")
     assert [call for call in git_calls + checkpoint_calls if call[0] == "rev-parse"] == [where]
 
 
-def test_what_a_checkpoints_git_hook_edits_is_not_the_next_iterations_progress(
-    db: Store, repo: Path
+def test_a_run_with_checkpoints_looks_once_per_iteration_and_writes_trees_for_them_only(
+    db: Store, repo: Path, git_calls: list[tuple[str, ...]]
 ):
-    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook = repo / ".git" / "hooks" / "pre-commit"  # checkpoints run no commit hook
     hook.write_text("#!/bin/sh\necho touched >> hook-output.txt\n")
     hook.chmod(0o755)
     steps: list[dict[str, Any]] = [{**EDIT, "text": "edited"}, {"text": "thinking"}]
-    loop, config = new_loop(db, repo, [*steps, {"text": DONE}], checkpoint_interval=1)
+    loop, config = new_loop(db, repo, [*steps, {**EDIT, "text": DONE}], checkpoint_interval=2)
     run(db, loop, config)
-    assert (repo / "hook-output.txt").exists()
-    assert [it.files_changed for it in db.iterations(loop.id)] == [1, 0, 0]
+    assert not (repo / "hook-output.txt").exists()
+    assert [it.files_changed for it in db.iterations(loop.id)] == [1, 0, 1]
+    assert [c.iteration for c in db.checkpoints(loop.id)] == [2, 3]
+    probe_calls = [call[0] for call in git_calls]
+    assert probe_calls.count("add") == 3 + 1  # one look per iteration, plus the first
+    assert probe_calls.count("write-tree") == 1 + 2  # the first look's, and one per checkpoint
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_a_runs_checkpoints_keep_what_the_user_staged_and_can_be_restored(db: Store, repo: Path):
+    (repo / "mine.txt").write_text("staged by the user\n")
+    git(repo, "add", "mine.txt")
+    steps: list[dict[str, Any]] = [{**EDIT, "text": f"step {n}"} for n in range(4)]
+    loop, config = new_loop(db, repo, [*steps, {"text": DONE}], checkpoint_interval=2)
+    run(db, loop, config)
+    first, *_ = db.checkpoints(loop.id)
+    assert git(repo, "show", f"{first.commit_sha}:mine.txt") == "staged by the user\n"
+    assert git(repo, "show", f"{first.commit_sha}:work.txt") == "x\nx\n"
+    assert git(repo, "status", "--porcelain") == ""
+
+    target = asyncio.run(find_target(db, loop.id, first.iteration))
+    asyncio.run(restore_to(target, force=False))
+
+    assert (repo / "work.txt").read_text() == "x\nx\n"
+    assert (repo / "mine.txt").exists()

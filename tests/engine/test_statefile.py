@@ -142,3 +142,12 @@ def test_a_write_the_writer_cannot_do_is_reported_to_its_owner(tmp_path):
     asyncio.run(scenario())
     assert len(problems) == 1
     assert isinstance(problems[0], FileExistsError)
+
+
+def test_the_state_file_lists_the_newest_iterations_and_counts_the_older_ones():
+    iterations = [replace(ITERATION, n=n) for n in range(1, statefile.STATE_HISTORY + 8)]
+    document = render_state(replace(LOOP, iteration=len(iterations)), iterations)
+    assert document["historyOmitted"] == 7
+    listed = [entry["iteration"] for entry in document["history"]]
+    assert listed == list(range(8, statefile.STATE_HISTORY + 8))
+    assert render_state(LOOP, [ITERATION])["historyOmitted"] == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphctl.domain.states import LoopStatus
+from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.engine.leftovers import interrupt_leftovers, replay_journal
 from ralphctl.engine.unrecorded import journal_path, keep, read_journal
 from ralphctl.store.errors import StoreError
@@ -88,13 +88,13 @@ def test_a_journal_is_recorded_exactly_once_though_replayed_twice(db, workdir):
     keep(workdir, finished(loop, 2, 0.25), [("iteration_completed", {"iteration": 2})])
     saved = journal_path(workdir, loop.id).read_bytes()
 
-    first, problem = replay_journal(db, loop)
+    first = replay_journal(db, loop)
     journal_path(workdir, loop.id).write_bytes(saved)  # as if the runner died before removing it
-    second, _ = replay_journal(db, loop)
+    second = replay_journal(db, loop)
 
-    assert problem is None
-    assert [it.n for it in first] == [2]
-    assert second == []
+    assert first.problem is None
+    assert [it.n for it in first.recorded] == [2]
+    assert second.recorded == []
     stored = db.get_loop(loop.id)
     assert (stored.iteration, stored.cost_usd, stored.tokens_input) == (2, pytest.approx(0.35), 7)
     assert [it.n for it in db.iterations(loop.id)] == [2]
@@ -135,8 +135,21 @@ def test_a_corrupt_journal_is_set_aside_with_a_clear_warning_and_nothing_is_coun
                 "iterations": [{"record": {"bogus": 1}, "events": []}],
             }
         ),
+        json.dumps(
+            {
+                "version": 1,
+                "loop_id": "LOOP",
+                "iterations": [
+                    {
+                        "record": {"loop_id": "LOOP", "n": 2, "started_at": "2026-11-23T10:00:00"},
+                        "events": [],
+                        "loop": {"consecutive_errors": 1},
+                    }
+                ],
+            }
+        ),
     ],
-    ids=["not json", "another version", "missing fields", "unknown field"],
+    ids=["not json", "another version", "missing fields", "unknown field", "partial loop state"],
 )
 def test_every_unreadable_journal_is_refused_with_its_path(db, workdir, content):
     loop = running(db, workdir)
@@ -144,11 +157,11 @@ def test_every_unreadable_journal_is_refused_with_its_path(db, workdir, content)
     path.parent.mkdir(exist_ok=True)
     path.write_text(content.replace("LOOP", loop.id))
 
-    replayed, problem = replay_journal(db, loop)
+    replay = replay_journal(db, loop)
 
-    assert replayed == []
-    assert problem is not None
-    assert str(path) in problem
+    assert replay.recorded == []
+    assert replay.problem is not None
+    assert str(path) in replay.problem
 
 
 def test_an_iteration_whose_start_was_refused_is_interrupted_on_resume(db, workdir):
@@ -180,3 +193,34 @@ def test_a_work_dir_that_is_gone_or_a_file_has_no_journal(tmp_path):
 
     assert read_journal(tmp_path / "gone", "abc") == []
     assert read_journal(a_file, "abc") == []
+
+
+def test_an_error_kept_in_the_journal_still_counts_towards_the_breaker(db, workdir, monkeypatch):
+    error = {"is_error": True, "api_error_status": 529}
+    loop, config = new_loop(db, workdir, [error], circuit_breaker_threshold=3)
+    refuse(db, monkeypatch, "complete_iteration", 2)
+    with pytest.raises(StoreError):
+        run(db, loop, config)
+    monkeypatch.undo()
+
+    final = run(db, db.get_loop(loop.id), config)
+
+    assert final.stop_reason is StopReason.CIRCUIT_BREAKER
+    assert final.iteration == 3  # the journal's error counted: 1, 2 (replayed), 3
+    assert final.consecutive_errors == 3 == db.get_loop(loop.id).consecutive_errors
+
+
+def test_a_replayed_iteration_brings_the_loop_s_streaks_and_runtime_up_to_it(db, workdir):
+    loop = running(db, workdir)
+    kept = replace(finished(loop, 2, 0.2), status="error")
+    state = {"consecutive_errors": 4, "breaker_state": {"status": "closed"}, "runtime_s": 99.0}
+    keep(workdir, kept, [], state)
+
+    replay_journal(db, loop)
+
+    stored = db.get_loop(loop.id)
+    assert (stored.consecutive_errors, stored.breaker_state, stored.runtime_s) == (
+        4,
+        {"status": "closed"},
+        99.0,
+    )

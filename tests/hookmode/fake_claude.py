@@ -18,7 +18,7 @@ played is kept next to it). A run is a list of turns; a turn is an object:
   one is refused as Claude Code refuses it (a ``permission_denied`` line, an error result).
 
 Every answer the hook prints is appended, one JSON line each, to the ``.answers`` file next
-to the script.
+to the script, and the prompt of each run (its stdin) to the ``.prompts`` file.
 
 A run that ends while the hook still blocks ends like Claude Code's block cap: ``result: ""``.
 Every turn costs 1000 input and 100 output tokens ($0.006 at claude-opus-5-5's prices).
@@ -43,8 +43,10 @@ def main() -> int:
     session = session or args[args.index("--resume") + 1]
     settings = json.loads(args[args.index("--settings") + 1])
     hook = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
-    sys.stdin.read()
+    prompt = sys.stdin.read()
     script = Path(os.environ["FAKE_CLAUDE_SCRIPT"])
+    with script.with_suffix(".prompts").open("a") as prompts:
+        prompts.write(json.dumps(prompt) + "\n")
     played = script.with_suffix(".played")
     index = int(played.read_text()) if played.exists() else 0
     counted = played.with_suffix(".counting")

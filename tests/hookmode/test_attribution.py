@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from ralphctl.domain.costs import DEFAULT_PRICES, Cost, CostSource
@@ -63,6 +63,7 @@ def test_whole_shares_always_add_up_to_the_total(total, weights):
     st.floats(0, 1000, allow_nan=False),
     st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=30),
 )
+@example(1.5, [5e-324, 0.0])  # a subnormal weight: 1.5 * 5e-324 / 5e-324 is 2.0
 def test_cost_shares_add_up_to_the_total(total, weights):
     shares = spread(total, weights)
     assert sum(shares) == pytest.approx(total, abs=1e-9)

@@ -16,13 +16,16 @@ from typing import Any
 import pytest
 
 from ralphctl.agents.claude import ClaudeAdapter
+from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.config import LoopConfig
+from ralphctl.engine.hookmode.answers import TIMED_OUT
 from ralphctl.engine.hookmode.managed import session_of
 from ralphctl.engine.hookmode.runner import HookLoopRunner
 from ralphctl.engine.hookmode.server import StopRequest
 from ralphctl.engine.hookmode.setup import HookModeError, prepare
 from ralphctl.engine.hookmode.stops import DECIDED_ALONE
 from ralphctl.engine.runner import Interruption, RunControl
+from ralphctl.engine.steering import tell
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.tracker import load
 from ralphctl.store.records import IterationRecord, LoopRecord
@@ -439,3 +442,113 @@ def test_a_runtime_budget_that_runs_out_during_a_usage_limit_wait_ends_the_loop_
     loop = play([[{"usage_limited": 2}], [{"text": "not played"}]], max_runtime=1.5)
     assert loop.outcome == ("stopped", "max_runtime")
     assert [(n, status) for n, status, _ in loop.statuses()] == [(1, "rate_limited")]
+
+
+def budget_warnings(loop: Loop) -> list[tuple[str, int]]:
+    return [
+        (data["budget"], data["iteration"])
+        for kind, data in loop.events
+        if kind == "budget_warning"
+    ]
+
+
+def test_a_budget_80_percent_spent_is_warned_of_once(play):
+    turns = [{"text": f"turn {n}"} for n in range(1, 6)]
+    loop = play([turns], max_iterations=5, max_cost_usd=1.0, no_progress_threshold=10)
+    assert loop.outcome == ("stopped", "max_iterations")
+    assert budget_warnings(loop) == [("iterations", 4)]  # $0.03 of $1: no cost warning
+
+
+def test_a_paused_loop_s_next_runner_does_not_warn_again(play, workdir, store):
+    budgets: dict[str, Any] = {"max_iterations": 5, "max_cost_usd": 0.007}  # a turn: $0.006
+    runs = [[{"text": "one"}, {"text": "not played"}], [{"text": "two"}, {"text": "three"}]]
+    paused = play(runs, before=(workdir / ".ralph" / "pause").touch, **budgets)
+    assert paused.outcome == ("paused", None)
+    assert budget_warnings(paused) == [("cost", 1)]  # once the run's reported cost settles
+
+    session = session_of(paused.record)
+    runner = HookLoopRunner(store, ClaudeAdapter(), paused.record, LoopConfig(**budgets), session)
+    final = Loop(asyncio.run(runner.run()), store, session.tracker)
+
+    assert final.outcome == ("stopped", "max_cost")
+    assert budget_warnings(final) == [("cost", 1)]
+
+
+QUESTION = "Which database should I use, Postgres or SQLite?"
+
+
+def once_waiting(db: Path, action: Any) -> None:
+    """Run ``action(store, loop)`` from another thread once the loop waits for an answer."""
+
+    def watch() -> None:
+        with Store.open(str(db)) as store:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                [loop] = store.list_loops()
+                if loop.status == "paused" and "for an answer" in (loop.stop_detail or ""):
+                    action(store, loop)
+                    return
+                time.sleep(0.05)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def prompts(tmp_path: Path) -> list[str]:
+    lines = (tmp_path / "script.prompts").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_a_question_waits_for_the_answer_and_the_same_session_goes_on_with_it(play, tmp_path):
+    runs = [[{"text": QUESTION}, {"text": "not played"}], [{"text": DONE}]]
+    answer = lambda store, loop: tell(store, loop, "SQLite, please.", "test")  # noqa: E731
+
+    loop = play(
+        runs,
+        before=lambda: once_waiting(tmp_path / "ralphctl.db", answer),
+        on_question="wait",
+        max_iterations=5,
+    )
+
+    assert loop.outcome == ("completed", "completion")
+    assert [(n, status) for n, status, _ in loop.statuses()] == [(1, "ok"), (2, "ok")]
+    assert loop.answers[0] == {
+        "systemMessage": "Ralph loop waiting for an answer to its question at iteration 1."
+    }
+    [asked] = [data for kind, data in loop.events if kind == "question"]
+    assert asked == {"iteration": 1, "question": QUESTION, "on_question": "wait"}
+    [waiting] = [data for kind, data in loop.events if kind == "waiting"]
+    assert (waiting["reason"], waiting["status"], waiting["question"]) == (
+        "question",
+        "paused",
+        QUESTION,
+    )
+    _, resumed = prompts(tmp_path)
+    assert "- SQLite, please." in resumed
+    assert NO_HUMAN_NOTE not in resumed
+    [started] = [data for kind, data in loop.events if kind == "iteration_started"][1:]
+    assert (started["iteration"], len(started["messages"])) == (2, 1)  # delivered: not pending
+
+
+def test_a_question_nobody_answers_in_time_goes_on_with_the_safe_default_note(play, tmp_path):
+    runs = [[{"text": QUESTION}], [{"text": DONE}]]
+    loop = play(runs, on_question="wait", question_timeout=0.3, max_iterations=5)
+    assert loop.outcome == ("completed", "completion")
+    assert [n for n, _, _ in loop.statuses()] == [1, 2]
+    assert TIMED_OUT in loop.warnings()
+    assert NO_HUMAN_NOTE in prompts(tmp_path)[1]
+
+
+def test_a_stop_request_ends_the_wait_for_an_answer_and_the_loop(play, tmp_path, workdir):
+    def request_stop(store: Store, loop: LoopRecord) -> None:
+        (workdir / ".ralph" / "stop").touch()
+
+    loop = play(
+        [[{"text": QUESTION}], [{"text": "not played"}]],
+        before=lambda: once_waiting(tmp_path / "ralphctl.db", request_stop),
+        on_question="wait",
+        max_iterations=5,
+    )
+    assert loop.outcome == ("stopped", "user_stop")
+    assert loop.statuses() == [(1, "ok", QUESTION)]
+    assert (loop.tracker["active"], loop.tracker["ended_reason"]) == (False, "user_stop")
+    assert loop.tracker["paused"] is False

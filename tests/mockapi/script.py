@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -13,17 +13,13 @@ from tests.mockapi.turns import EXHAUSTED, NO_USAGE, Answer, ApiError, Reply, Re
 SIDE_REPLY = Reply("(side request)", usage=NO_USAGE)
 
 
-def is_main_request(body: Mapping[str, Any]) -> bool:
-    """Agent-loop requests offer tools. The CLI's own helper queries do not (a prompt-type
-    hook's evaluation sends ``tools: []``); they get ``side_answer`` and consume no turn."""
-    return bool(body.get("tools"))
-
-
 class Script:
-    """Answers main requests with the scripted turns in order, across any number of
-    ``claude`` processes; once they run out, answers ``EXHAUSTED`` and marks the record."""
+    """Answers main requests (``is_main``) with the scripted turns in order, across any number
+    of agent processes; once they run out, answers ``EXHAUSTED`` and marks the record. Other
+    requests get ``side_answer`` and consume no turn."""
 
-    def __init__(self) -> None:
+    def __init__(self, is_main: Callable[[Mapping[str, Any]], bool]) -> None:
+        self._is_main = is_main
         self._lock = threading.Lock()
         self._turns: list[Turn] = []
         self._position = 0
@@ -45,7 +41,7 @@ class Script:
         """Record a Messages request and pick its answer; returns the record as stored."""
         with self._lock:
             turn: Turn = self.side_answer
-            if is_main_request(request.body):
+            if self._is_main(request.body):
                 index = self._position
                 self._position += 1
                 exhausted = index >= len(self._turns)

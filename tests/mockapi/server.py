@@ -1,4 +1,5 @@
-"""A local HTTP server imitating ``POST /v1/messages`` of the Anthropic API, from a script."""
+"""A local HTTP server imitating a model provider's API from a script: ``MockApi`` serves
+any ``Provider``; ``MockMessagesApi`` is the Anthropic Messages API (``POST /v1/messages``)."""
 
 from __future__ import annotations
 
@@ -7,24 +8,25 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
-from tests.mockapi import wire
+from tests.mockapi.anthropic import AnthropicMessages
+from tests.mockapi.provider import Payload, Provider
 from tests.mockapi.recorded import RecordedRequest
 from tests.mockapi.script import Script
 from tests.mockapi.turns import Answer, ApiError, Turn
 
-MESSAGES_PATH = "/v1/messages"
 POLL_S = 0.02  # how often serve_forever checks for shutdown: stop() waits up to this long
 
 
-class MockMessagesApi:
-    """Serves the script on 127.0.0.1 (ephemeral port) until ``stop()``; use as a context
-    manager or start/stop it yourself. Point the CLI at it with ``ANTHROPIC_BASE_URL``."""
+class MockApi:
+    """Serves the script on 127.0.0.1 (ephemeral port) in ``provider``'s wire format until
+    ``stop()``; use as a context manager or start/stop it yourself."""
 
-    def __init__(self) -> None:
-        self.script = Script()
-        self._server = _Server(self.script)
+    def __init__(self, provider: Provider) -> None:
+        self.provider = provider
+        self.script = Script(provider.is_main_request)
+        self._server = _Server(self.script, provider)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": POLL_S}, daemon=True
         )
@@ -34,7 +36,7 @@ class MockMessagesApi:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def start(self) -> MockMessagesApi:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -43,7 +45,7 @@ class MockMessagesApi:
         self._server.server_close()
         self._thread.join()
 
-    def __enter__(self) -> MockMessagesApi:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -78,13 +80,21 @@ class MockMessagesApi:
         return [r for r in self.requests if r.exhausted]
 
 
+class MockMessagesApi(MockApi):
+    """The Anthropic Messages API; point Claude Code at it with ``ANTHROPIC_BASE_URL``."""
+
+    def __init__(self) -> None:
+        super().__init__(AnthropicMessages())
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, provider: Provider) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.script = script
+        self.provider = provider
         self.side_ids = itertools.count(1)
 
 
@@ -97,58 +107,47 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the test output is the CLI's, not ours."""
 
     def do_HEAD(self) -> None:
-        self._record({})
-        self._send(200, b"", "text/plain")
+        self._handle()
 
     def do_GET(self) -> None:
-        self._record({})
-        self._send_error(ApiError(404, "not_found_error", f"mock has no GET {self.path}"))
+        self._handle()
 
     def do_POST(self) -> None:
+        self._handle()
+
+    def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        if self.path.split("?", 1)[0] != MESSAGES_PATH:
-            self._record(body)
-            self._send_error(ApiError(404, "not_found_error", f"mock has no POST {self.path}"))
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {"_raw": raw.decode("utf-8", "replace")}
+        request = RecordedRequest(self.command, self.path, dict(self.headers.items()), body)
+        provider = self.server.provider
+        if not provider.is_api_call(self.command, self.path):
+            self.server.script.record(request)
+            self._send(provider.other(self.command, self.path))
             return
-        record, answer = self.server.script.answer(self._request(body))
-        self._answer(record, answer)
+        record, answer = self.server.script.answer(request)
+        self._send(self._payload(record, answer))
 
-    def _request(self, body: dict[str, Any]) -> RecordedRequest:
-        return RecordedRequest(self.command, self.path, dict(self.headers.items()), body)
-
-    def _record(self, body: dict[str, Any]) -> None:
-        self.server.script.record(self._request(body))
-
-    def _answer(self, record: RecordedRequest, answer: Answer) -> None:
+    def _payload(self, record: RecordedRequest, answer: Answer) -> Payload:
+        provider = self.server.provider
         if isinstance(answer, ApiError):
-            self._send_error(answer)
-            return
+            return provider.error(answer)
         if record.turn is None:
             suffix = f"side_{next(self.server.side_ids):03d}"
         else:
             suffix = f"{record.turn:03d}"
-        ids = {
-            "message_id": f"msg_mock_{suffix}",
-            "model": str(record.body.get("model", "claude-mock")),
-            "tool_use_id": f"toolu_mock_{suffix}",
-        }
-        if record.body.get("stream"):
-            payload = wire.encode_sse(wire.stream_events(answer, **ids))
-            self._send(200, payload, "text/event-stream")
-        else:
-            payload = json.dumps(wire.message_json(answer, **ids)).encode()
-            self._send(200, payload, "application/json")
+        return provider.answer(record, answer, suffix)
 
-    def _send_error(self, error: ApiError) -> None:
-        payload = json.dumps(wire.error_json(error)).encode()
-        self._send(error.status, payload, "application/json")
-
-    def _send(self, status: int, payload: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
+    def _send(self, payload: Payload) -> None:
+        self.send_response(payload.status)
+        self.send_header("Content-Type", payload.content_type)
+        self.send_header("Content-Length", str(len(payload.body)))
         self.send_header("request-id", f"req_mock_{len(self.server.script.requests):04d}")
+        for name, value in (payload.headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(payload)
+            self.wfile.write(payload.body)

@@ -7,12 +7,12 @@ re-exports them; elsewhere, the root ``tests/conftest.py`` loads this module wit
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.agents.pinned import required
 from tests.realcli.harness import (
     INSTALL_HINT,
     NEWEST_VERSION,
@@ -41,12 +41,7 @@ def claude_bin(claude_version: str) -> Path:
     """The pinned CLI of ``claude_version`` (the newest may be replaced through
     ``$RALPHCTL_CLAUDE_BIN``); skips without it, but fails in CI (env ``CI`` set)."""
     binary = claude_binary(None if claude_version == NEWEST_VERSION else claude_version)
-    if binary is None:
-        hint = f"Claude Code {claude_version}: {INSTALL_HINT}"
-        if os.environ.get("CI"):
-            pytest.fail(hint)
-        pytest.skip(hint)
-    return binary
+    return required(binary, f"Claude Code {claude_version}: {INSTALL_HINT}")
 
 
 @pytest.fixture

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from tests.agents.pinned import NODE_MODULES, JsonLinesRun, hermetic_path, npm_bin, session_root
 from tests.mockapi import MockMessagesApi
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-NODE_MODULES = REPO_ROOT / "node_modules"
 #: The supported Claude Code versions' ends, both pinned in package.json: the newest as
 #: ``@anthropic-ai/claude-code``, every older one under the npm alias ``claude-code-<version>``.
 NEWEST_VERSION = "2.1.330"
@@ -43,12 +38,7 @@ def pinned_binary(version: str = NEWEST_VERSION) -> Path:
     """The ``claude`` executable of a pinned version, as its package.json names it (a native
     binary from 2.1.120 on, ``cli.js`` run by Node before). The shared ``node_modules/.bin``
     is not used: npm links only one of several packages that declare the same command."""
-    package = package_dir(version)
-    try:
-        manifest = json.loads((package / "package.json").read_text())
-        return package / str(manifest["bin"]["claude"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return package / "bin" / "claude.exe"
+    return npm_bin(package_dir(version), "claude", "bin/claude.exe")
 
 
 def claude_binary(version: str | None = None) -> Path | None:
@@ -65,7 +55,7 @@ def hermetic_env(base_url: str, home: Path) -> dict[str, str]:
     retried; override ``CLAUDE_CODE_MAX_RETRIES`` for a run to see retries."""
     tmp = home / "tmp"
     tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    path = hermetic_path()
     return {
         "PATH": path,
         "HOME": str(home),
@@ -81,18 +71,8 @@ def hermetic_env(base_url: str, home: Path) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class ClaudeRun:
+class ClaudeRun(JsonLinesRun):
     """One finished ``claude -p`` process: its exit status and raw output."""
-
-    argv: Sequence[str]
-    exit_code: int
-    stdout: bytes
-    stderr: str
-
-    @cached_property
-    def events(self) -> list[dict[str, Any]]:
-        """stdout parsed line by line (stream-json: one object per line)."""
-        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
 
     def of_type(self, type_: str, subtype: str | None = None) -> list[dict[str, Any]]:
         return [
@@ -161,7 +141,7 @@ def real_claude_session(
 
     ``env`` also sets ``RALPHCTL_CLAUDE_BIN`` so that ralphctl run with it drives this CLI.
     """
-    with _root(root) as base, MockMessagesApi() as server:
+    with session_root(root, "ralphctl-realcli-") as base, MockMessagesApi() as server:
         home, project = base / "home", base / "project"
         home.mkdir()
         project.mkdir()
@@ -175,12 +155,3 @@ def _require_outside_git(project: Path) -> None:
     for folder in project.resolve().parents:
         if (folder / ".git").exists():
             raise RuntimeError(f"{project} is inside the git repository {folder}: use /tmp")
-
-
-@contextmanager
-def _root(root: Path | None) -> Iterator[Path]:
-    if root is not None:
-        yield root
-        return
-    with tempfile.TemporaryDirectory(prefix="ralphctl-realcli-") as made:
-        yield Path(made)

@@ -9,13 +9,13 @@ scenario shows. The newest supported CLI records into ``cassettes/``; an older p
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a path: make ``tests`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from tests.agents.recording import chosen_names, require_binary, save_run
 from tests.realcli.harness import (
     INSTALL_HINT,
     NEWEST_VERSION,
@@ -26,7 +26,6 @@ from tests.realcli.harness import (
 from tests.realcli.scenarios import SCENARIOS, Scenario
 
 CASSETTES = Path(__file__).resolve().parent / "cassettes"
-STDERR_TAIL = 2000
 
 
 def cassette_dir(version: str) -> Path:
@@ -35,19 +34,17 @@ def cassette_dir(version: str) -> Path:
 
 
 def record(scenario: Scenario, binary: Path, version: str = NEWEST_VERSION) -> ClaudeRun:
-    folder = cassette_dir(version)
     with real_claude_session(binary, version=version) as claude:
         run = scenario.play(claude)
-    (folder / f"{scenario.name}.jsonl").write_bytes(run.stdout)
-    sidecar = {
-        "scenario": scenario.name,
-        "shows": scenario.shows,
-        "argv": ["claude", *run.argv[1:]],
-        "exit_code": run.exit_code,
-        "stderr_tail": run.stderr[-STDERR_TAIL:],
-        "claude_code_version": run.init.get("claude_code_version"),
-    }
-    (folder / f"{scenario.name}.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    save_run(
+        cassette_dir(version),
+        scenario.name,
+        scenario.shows,
+        run,
+        stdout_suffix=".jsonl",
+        program="claude",
+        version=("claude_code_version", run.init.get("claude_code_version")),
+    )
     return run
 
 
@@ -58,16 +55,11 @@ def main(args: list[str]) -> int:
             print("--version needs a version, e.g. --version 2.1.100", file=sys.stderr)
             return 2
         version, names = args[1], args[2:]
-    binary = claude_binary(None if version == NEWEST_VERSION else version)
-    if binary is None:
-        print(f"Claude Code {version}: {INSTALL_HINT}", file=sys.stderr)
-        return 1
-    unknown = sorted(set(names) - SCENARIOS.keys())
-    if unknown:
-        print(f"unknown scenarios: {', '.join(unknown)}", file=sys.stderr)
-        return 2
+    found = claude_binary(None if version == NEWEST_VERSION else version)
+    binary = require_binary(found, f"Claude Code {version}: {INSTALL_HINT}")
+    chosen = chosen_names(names, SCENARIOS)
     cassette_dir(version).mkdir(parents=True, exist_ok=True)
-    for name in names or list(SCENARIOS):
+    for name in chosen:
         run = record(SCENARIOS[name], binary, version)
         print(f"{name}: exit {run.exit_code}, {len(run.events)} lines")
     return 0

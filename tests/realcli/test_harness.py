@@ -8,11 +8,11 @@ import subprocess
 
 import pytest
 
+from tests.agents.pinned import REPO_ROOT
 from tests.realcli.fixtures import every_supported_version
 from tests.realcli.harness import (
     NEWEST_VERSION,
     OLDEST_VERSION,
-    REPO_ROOT,
     SUPPORTED_VERSIONS,
     claude_binary,
     hermetic_env,

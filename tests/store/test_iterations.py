@@ -24,6 +24,20 @@ def test_a_begun_iteration_is_stored_as_running(store: Store, running: str) -> N
     assert store.iterations(running) == [started_iteration(running, 1)]
 
 
+def test_beginning_stores_the_start_events_in_the_same_transaction(
+    store: Store, running: str
+) -> None:
+    started = store.begin_iteration(
+        started_iteration(running, 1), [("iteration_started", {"iteration": 1})]
+    )
+
+    assert [(e.event_type, e.data) for e in started] == [("iteration_started", {"iteration": 1})]
+    assert store.events_since(0, loop_id=running) == started
+    with pytest.raises(StoreError):  # the same iteration again: neither row nor event is added
+        store.begin_iteration(started_iteration(running, 1), [("iteration_started", {})])
+    assert store.events_since(0, loop_id=running) == started
+
+
 def test_a_completed_iteration_reads_back_exactly(store: Store, running: str) -> None:
     store.begin_iteration(started_iteration(running, 1))
 

@@ -17,6 +17,7 @@ from ralphctl.store.transcript_chunks import append_chunk, iter_transcript
 from ralphctl.store.url import resolve_url
 from tests.store.factories import T0, new_loop, started_iteration
 
+NOTIFICATION_TABLES = {"notifications", "notification_cursor"}
 TABLES = {
     "loops",
     "iterations",
@@ -24,6 +25,8 @@ TABLES = {
     "errors",
     "checkpoints",
     "transcript_chunks",
+    "notifications",
+    "notification_cursor",
     "alembic_version",
 }
 
@@ -102,8 +105,28 @@ def test_0004_adds_transcripts_and_going_back_drops_only_them(store_url: str) ->
         tables = set(inspect(conn).get_table_names())
         kept = conn.execute(text("SELECT loop_id, n FROM iterations")).all()
     engine.dispose()
-    assert tables == TABLES - {"transcript_chunks"}
+    assert tables == TABLES - {"transcript_chunks", *NOTIFICATION_TABLES}
     assert [tuple(row) for row in kept] == [("loop-mig", 1)]
 
     with Store.open(store_url) as store:  # opening upgrades again
         assert list(iter_transcript(store, "loop-mig", 1)) == []
+
+
+def test_0005_adds_the_notification_outbox_and_going_back_drops_only_it(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        store.create_loop(new_loop("loop-mig"))
+        store.append_event("loop-mig", "completed", {})
+    engine = open_engine(resolve_url(store_url))
+
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0004")
+    with engine.connect() as conn:
+        tables = set(inspect(conn).get_table_names())
+    engine.dispose()
+    assert tables == TABLES - NOTIFICATION_TABLES
+
+    with Store.open(store_url) as store:  # opening upgrades again; the history is not notified
+        (event,) = store.events_since(0)
+        with store.transaction("read the cursor") as conn:
+            cursor = conn.execute(text("SELECT seq FROM notification_cursor")).scalar_one()
+    assert cursor == event.seq

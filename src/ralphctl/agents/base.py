@@ -66,15 +66,29 @@ class AgentRequest:
     stop_hook: StopHook | None = None  # same-session mode (capability ``same_session``)
     temperature: float | None = None  # None: the agent's default (capability ``temperature``)
     plugins: tuple[str, ...] = ()  # to enable for this run (capability ``plugins``)
+    #: Run without the user's own agent configuration (global plugins, hooks, MCP servers),
+    #: keeping its credentials (``isolate_agent_config``).
+    isolate_config: bool = False
+    #: A private path the prompt may be written to, for an agent that reads it from a file
+    #: (the command then names it in ``AgentCommand.prompt_file``).
+    prompt_path: Path | None = None
+    #: The run is confined by ralphctl's ``--sandbox`` (docs/safety.md): an agent whose own
+    #: sandbox cannot be made inside it maps its permission modes accordingly.
+    sandboxed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class AgentCommand:
-    """A ready-to-spawn process: argv, the bytes for its stdin, extra environment."""
+    """A ready-to-spawn process: argv, the bytes for its stdin, extra environment.
+
+    With ``prompt_file`` set, the process layer writes ``stdin`` to that file (mode 0600)
+    before the spawn instead of piping it, and deletes the file once the process has ended.
+    """
 
     argv: Sequence[str]
     stdin: bytes = b""
     env: Mapping[str, str] = field(default_factory=dict)
+    prompt_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,21 +16,22 @@ import json
 import math
 import os
 import re
-import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ralphctl.agents.argv import given_flags, option_value
 from ralphctl.agents.base import (
     AgentCommand,
     AgentRequest,
-    AgentUnavailable,
     Capabilities,
     ProcessOutcome,
     StopHook,
 )
 from ralphctl.agents.claude_plugins import config_dir, installed_plugins, resolve_plugins
+from ralphctl.agents.claude_session import session_tokens
 from ralphctl.agents.events import (
     AgentEvent,
     ApiRetry,
@@ -45,6 +46,8 @@ from ralphctl.agents.events import (
     ToolOutput,
     UsageReported,
 )
+from ralphctl.agents.executables import command_name, require_executable
+from ralphctl.agents.spec import AgentSpec, Configuration, Package, credential_in_env
 from ralphctl.domain.model import (
     IterationResult,
     ModelTokens,
@@ -74,6 +77,10 @@ CLAUDE_CAPABILITIES = Capabilities(
 )
 #: The tools that edit files: an iteration that used one changed something.
 EDIT_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+#: ``isolate_agent_config``: the settings files read. Leaving out ``user`` drops the user's own
+#: hooks, plugins and MCP servers (``~/.claude.json`` ones too, checked with 2.1.330); the
+#: project's, the run's ``--settings`` layer and the credentials stay (docs/agents/isolation.md).
+ISOLATED_SETTING_SOURCES = "project,local"
 #: Claude Code ends a turn by itself after this many blocking Stop hooks in a row (default 8).
 BLOCK_CAP_ENV = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
 
@@ -91,26 +98,19 @@ class ClaudeAdapter:
     capabilities: Capabilities = CLAUDE_CAPABILITIES
 
     def check_available(self) -> None:
-        if _executable() is not None:
-            return
-        configured = os.environ.get(BIN_ENV)
-        problem = (
-            f"{BIN_ENV}={configured!r} is not an executable file"
-            if configured
-            else "`claude` is not on PATH"
-        )
-        raise AgentUnavailable(f"Claude Code CLI not found: {problem}; {INSTALL_HINT}.")
+        require_executable("claude", BIN_ENV, "Claude Code CLI", INSTALL_HINT)
 
     def build_command(self, request: AgentRequest) -> AgentCommand:
         """The argv, stdin and environment of one iteration.
 
-        The user's ``extra_args`` win over ours for permissions, session and budget flags;
+        The user's ``extra_args`` win over ours for permissions, session, budget and (with
+        ``isolate_config``) setting-source flags;
         ``--continue`` is refused and ``--output-format`` may only repeat ``stream-json``.
         A ``stop_hook`` (same-session mode) is added as a ``--settings`` layer for this session
         only; the session and settings flags are then ours alone.
         """
         extra = list(request.extra_args)
-        flags = {arg.partition("=")[0] for arg in extra if arg.startswith("-")}
+        flags = given_flags(extra)
         if flags & _CONTINUE_FLAGS:
             raise ValueError(
                 "--continue is not allowed: it resumes the most recent session in the "
@@ -120,13 +120,13 @@ class ClaudeAdapter:
             raise ValueError(
                 f"{' '.join(taken)}: a same-session loop sets the session and its settings itself"
             )
-        output_format = _option_value(extra, "--output-format")
+        output_format = option_value(extra, "--output-format")
         if "--output-format" in flags and output_format != "stream-json":
             raise ValueError(
                 f"--output-format {output_format or ''} is not supported: ralphctl reads the "
                 "agent's stream-json output, so leave --output-format out"
             )
-        argv = [_executable() or os.environ.get(BIN_ENV) or "claude"]
+        argv = [command_name("claude", BIN_ENV)]
         argv += [] if flags & {"-p", "--print"} else ["-p"]
         argv += [] if "--output-format" in flags else ["--output-format", "stream-json"]
         argv += [] if "--verbose" in flags else ["--verbose"]
@@ -140,6 +140,8 @@ class ClaudeAdapter:
             argv += ["--max-budget-usd", _usd(request.remaining_cost_usd)]
         if request.model is not None and "--model" not in flags:
             argv += ["--model", request.model]
+        if request.isolate_config and "--setting-sources" not in flags:
+            argv += ["--setting-sources", ISOLATED_SETTING_SOURCES]
         argv += extra
         env = {"RALPHCTL_ITERATION": str(request.iteration)}
         plugins = _plugins(request.plugins, flags)
@@ -193,25 +195,10 @@ def block_cap(needed: int, configured: str | None) -> str:
     return str(current) if current == 0 or current >= needed else str(needed)
 
 
-def _executable() -> str | None:
-    """``$RALPHCTL_CLAUDE_BIN`` (a path or a command name) if set, else ``claude`` on PATH."""
-    return shutil.which(os.environ.get(BIN_ENV) or "claude")
-
-
-def _option_value(args: Sequence[str], name: str) -> str | None:
-    """The value of ``name`` in ``args`` given as ``name=value`` or ``name value``."""
-    for i, arg in enumerate(args):
-        if arg.startswith(name + "="):
-            return arg.partition("=")[2]
-        if arg == name and i + 1 < len(args) and not args[i + 1].startswith("-"):
-            return args[i + 1]
-    return None
-
-
 def _bypasses_permissions(extra: Sequence[str], flags: set[str], requested: str) -> bool:
     if "--dangerously-skip-permissions" in flags:
         return True
-    mode = _option_value(extra, "--permission-mode") if "--permission-mode" in flags else requested
+    mode = option_value(extra, "--permission-mode") if "--permission-mode" in flags else requested
     return mode == "bypassPermissions"
 
 
@@ -299,6 +286,11 @@ class ClaudeStreamParser:
         if not isinstance(obj, dict):
             self._unparsed += 1
             return [RawLine.of(line)] if line.strip() else []
+        return self.feed_object(obj)
+
+    def feed_object(self, obj: dict[str, Any]) -> list[AgentEvent]:
+        """The events of one line already decoded to a JSON object: for the parser of a
+        stream in this format that reads more of a line than this one does (Amp's)."""
         kind = obj.get("type")
         handler = self._handlers.get(kind) if isinstance(kind, str) else None
         return handler(obj) if handler else []
@@ -672,3 +664,39 @@ def _count(value: object) -> int:
 
 def _num(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _configured(env: Mapping[str, str], home: Path) -> Configuration:
+    """An API key or token in the environment, a cloud provider selected, or the credentials
+    ``claude /login`` stores."""
+    if found := credential_in_env(env, _CREDENTIAL_ENV):
+        return found
+    directory = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else home / ".claude"
+    credentials = directory / ".credentials.json"
+    if credentials.is_file():
+        return Configuration(True, f"logged in ({credentials})")
+    return Configuration(False, "not logged in: run `claude /login` or set $ANTHROPIC_API_KEY")
+
+
+_CREDENTIAL_ENV = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+)
+
+SPEC = AgentSpec(
+    name="claude",
+    summary="Claude Code (claude -p, stream-json)",
+    make=lambda _options: ClaudeAdapter(),
+    parser=ClaudeStreamParser,
+    capabilities=CLAUDE_CAPABILITIES,
+    executable="claude",
+    bin_env=BIN_ENV,
+    package=Package("npm", "@anthropic-ai/claude-code", "2.1.330", "claude"),
+    configured=_configured,
+    session_tokens=session_tokens,
+    # its settings, sessions and credentials (~/.claude/.credentials.json), and its state file
+    sandbox_paths=(".claude/", ".claude.json", "$CLAUDE_CONFIG_DIR/"),
+)

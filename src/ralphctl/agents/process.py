@@ -6,6 +6,8 @@ children included) form one process group that is signalled as a whole:
 - timeout or ``interrupt`` set: SIGINT to the group (Claude Code then ends its turn cleanly
   and still prints its result, with the cost), ``grace_s`` later SIGKILL;
 - ``force`` set: SIGKILL at once;
+- a command the agent's tool started in a group of its own (Gemini CLI's shell tool does) is
+  found among the agent's descendants before the first signal and killed once the agent is;
 - once the agent (the group leader) has exited, SIGKILL to whatever is left of its group, so
   a background child that still holds stdout cannot keep the read open. A process that left
   the group (``setsid``) and holds stdout delays the end by ``grace_s`` at most.
@@ -20,6 +22,12 @@ stream it to a transcript), and lines are handed to the parser only up to
 held whole. Running out of memory while reading the output kills the agent and makes the run an
 error (``OUT_OF_MEMORY``), never a crash of the caller.
 
+A command with a ``prompt_file`` gets its prompt there instead of on stdin: the file is created
+exclusively with mode 0600 in a private directory (created 0700 if missing; one that is not a
+directory of this user's, closed to others, is refused), the agent's stdin is closed at once,
+and the file is deleted when the run ends, however it ends (exit, timeout, kill, a failed
+spawn, a cancelled caller).
+
 The leader is always reaped before ``run_agent`` returns. ``ProcessOutcome.exit_code`` is the
 exit status as asyncio reports it: ``0..255``, or ``-N`` when signal N killed the agent. A
 program that catches the signal and exits by itself reports its own code instead: Claude Code
@@ -32,15 +40,21 @@ import asyncio
 import contextlib
 import os
 import signal
+import stat
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralphctl.agents.base import AgentCommand, AgentUnavailable, ProcessOutcome, StreamParser
 from ralphctl.agents.events import AgentEvent
+from ralphctl.agents.private_dirs import make_private_dirs
 from ralphctl.domain.model import IterationResult
+
+if TYPE_CHECKING:
+    import psutil
 
 STDERR_TAIL_BYTES = 8 * 1024
 #: The longest line the parser sees. Claude's largest lines are tool results (its Read and Bash
@@ -66,33 +80,35 @@ async def run_agent(
     ``parser.finish(outcome)``. ``on_output`` sees every byte of stdout as it arrives (before
     parsing); ``on_event`` sees each event as it arrives; ``on_spawn`` is called once with the
     agent's pid and start time (``time.time()``). If one of them raises, the agent is killed
-    and the exception propagates. A missing or unrunnable executable raises AgentUnavailable.
+    and the exception propagates. A missing or unrunnable executable raises AgentUnavailable,
+    as does a prompt file (``command.prompt_file``) that cannot be written safely.
     """
     protocol = _AgentProtocol(parser, on_event, on_output)
     started = time.monotonic()
     spawned_at = time.time()
-    transport = await _spawn(protocol, command, cwd)
-    pid = transport.get_pid()
-    try:
-        _send_stdin(transport, command.stdin)
-        if on_spawn is not None:
-            on_spawn(pid, spawned_at)
-        timed_out, interrupted = await _wait_for_exit(
-            pid,
-            protocol.exited,
-            timeout=timeout,
-            interrupt=interrupt,
-            force=force,
-            broken=protocol.broken,
-            grace_s=grace_s,
-        )
-    finally:
-        # The agent if it still runs (the caller cancelled us), and whatever it left behind.
-        signal_group(pid, signal.SIGKILL)
-        await protocol.exited.wait()
-        with contextlib.suppress(TimeoutError):  # pipes close as the group dies
-            await asyncio.wait_for(protocol.closed.wait(), grace_s)
-        transport.close()
+    with prompt_file(command):  # deleted once the agent's group is gone
+        transport = await _spawn(protocol, command, cwd)
+        pid = transport.get_pid()
+        try:
+            _send_stdin(transport, b"" if command.prompt_file is not None else command.stdin)
+            if on_spawn is not None:
+                on_spawn(pid, spawned_at)
+            timed_out, interrupted = await _wait_for_exit(
+                pid,
+                protocol.exited,
+                timeout=timeout,
+                interrupt=interrupt,
+                force=force,
+                broken=protocol.broken,
+                grace_s=grace_s,
+            )
+        finally:
+            # The agent if it still runs (the caller cancelled us), and whatever it left behind.
+            signal_group(pid, signal.SIGKILL)
+            await protocol.exited.wait()
+            with contextlib.suppress(TimeoutError):  # pipes close as the group dies
+                await asyncio.wait_for(protocol.closed.wait(), grace_s)
+            transport.close()
     protocol.end_of_stdout()
     if protocol.error is not None:
         raise protocol.error
@@ -108,6 +124,44 @@ async def run_agent(
         message = "; ".join(filter(None, (OUT_OF_MEMORY, result.error_message)))
         result = replace(result, is_error=True, error_message=message)
     return result
+
+
+@contextlib.contextmanager
+def prompt_file(command: AgentCommand) -> Iterator[None]:
+    """Write ``command.stdin`` to ``command.prompt_file`` (if set) for the block, then delete
+    it. AgentUnavailable if it cannot be written safely."""
+    path = command.prompt_file
+    if path is None:
+        yield
+        return
+    _write_private(path, command.stdin)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """Create ``path`` (mode 0600, never an existing file) in a private directory of this
+    user's holding ``data``."""
+    folder = path.parent
+    try:
+        make_private_dirs(folder)
+        found = folder.lstat()
+        if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
+            raise PermissionError(f"{folder} is not a directory of this user's")
+        if found.st_mode & 0o077:
+            raise PermissionError(f"{folder} is open to other users (mode {found.st_mode:o})")
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise AgentUnavailable(f"cannot write the agent's prompt file {path}: {reason}") from exc
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise AgentUnavailable(f"cannot write the agent's prompt file {path}: {exc}") from exc
 
 
 class LineSplitter:
@@ -284,13 +338,17 @@ async def _wait_for_exit(
         return False, False
     timed_out = first is None
     if not timed_out and first is not interrupt:  # force, or on_event failed
+        escaped = escaped_descendants(pid)
         signal_group(pid, signal.SIGKILL)
         await exited.wait()
+        kill_all(escaped)
         return False, first is force
+    escaped = escaped_descendants(pid)  # while the tree still shows whose they are
     signal_group(pid, signal.SIGINT)  # not SIGTERM: Claude Code would exit without its cost
     if await first_set((exited, force, broken), grace_s) is not exited:
         signal_group(pid, signal.SIGKILL)
     await exited.wait()
+    kill_all(escaped)
     return timed_out, not timed_out
 
 
@@ -307,6 +365,33 @@ async def first_set(
             for waiter in waiters:
                 waiter.cancel()
     return next((event for event in present if event.is_set()), None)
+
+
+def escaped_descendants(pid: int) -> list[psutil.Process]:
+    """The live descendants of ``pid`` outside its process group: the commands an agent's
+    tool started in a group or session of their own (Gemini CLI's shell tool does), which a
+    signal to the agent's group does not reach. Looked up only when the agent is stopped."""
+    import psutil  # ~10 ms: only on the way to stopping an agent
+
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        return []
+    escaped = []
+    for child in children:
+        with contextlib.suppress(psutil.Error, OSError):
+            if os.getpgid(child.pid) != pid:
+                escaped.append(child)
+    return escaped
+
+
+def kill_all(processes: Sequence[psutil.Process]) -> None:
+    """SIGKILL each of ``processes`` still running (a reused pid is recognised and spared)."""
+    import psutil
+
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.kill()  # psutil checks the pid still names the process it saw
 
 
 def signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -8,10 +8,12 @@ same as with the real CLI.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ralphctl.agents.base import AgentCommand, AgentRequest, AgentUnavailable, Capabilities
 from ralphctl.agents.claude import ClaudeStreamParser
+from ralphctl.agents.spec import AgentSpec
 
 PROGRAM = "ralphctl.agents.scripted_agent"
 
@@ -45,3 +47,19 @@ class ScriptedAdapter:
 
     def new_parser(self) -> ClaudeStreamParser:
         return ClaudeStreamParser()
+
+
+def _make(options: Mapping[str, str]) -> ScriptedAdapter:
+    if "script" not in options:
+        raise ValueError("the scripted agent needs its script: option script=PATH")
+    return ScriptedAdapter(options["script"])
+
+
+SPEC = AgentSpec(
+    name="scripted",
+    summary="an offline program playing a JSON script (demos, tests)",
+    make=_make,
+    parser=ClaudeStreamParser,
+    capabilities=ScriptedAdapter.capabilities,
+    options=frozenset({"script"}),
+)

@@ -9,16 +9,20 @@ import typer
 
 from ralphctl import __version__
 from ralphctl.cli import (
+    agents,
     config,
     demo,
+    doctor,
     inspect,
     logs,
     loops,
+    notify,
     plugin,
     rollback,
     run,
     serve,
     session,
+    tell,
     workflow,
 )
 from ralphctl.cli.common import UsageError, fail
@@ -45,14 +49,18 @@ app.command("status")(inspect.status_command)
 app.command("history")(inspect.history_command)
 app.command("logs")(logs.logs_command)
 app.command("rollback")(rollback.rollback_command)
+app.command("tell")(tell.tell_command)
 app.command("cancel")(session.cancel_command)
 app.command("sessions")(session.sessions_command)
 app.command("demo")(demo.demo_command)
 app.command("serve")(serve.serve_command)
+app.command("doctor")(doctor.doctor_command)
 app.add_typer(workflow.app, name="workflow")
 app.add_typer(plugin.app, name="plugin")
 app.add_typer(loops.app, name="loops")
 app.add_typer(config.app, name="config")
+app.add_typer(agents.app, name="agents")
+app.add_typer(notify.app, name="notify")
 
 
 def _version(value: bool) -> None:

@@ -8,10 +8,14 @@ import asyncio
 import json
 import shlex
 import signal
+import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.markup import escape
 
 from ralphctl.agents.base import AgentUnavailable
 from ralphctl.cli.common import UsageError, console, err_console, fail, open_store, print_json
@@ -40,11 +44,22 @@ if TYPE_CHECKING:
 
 def check_agent(plan: LoopPlan) -> None:
     """Exit 3 with the install hint if the plan's agent cannot run here (a plugin it needs
-    missing included)."""
+    missing included). A missing CLI that ralphctl can install is offered on a terminal."""
+    on_terminal = sys.stdin.isatty() and sys.stdout.isatty()
     try:
-        check_agent_ready(plan.adapter, plan.config, Path(plan.loop.workdir))
+        check_agent_ready(
+            plan.adapter,
+            plan.config,
+            Path(plan.loop.workdir),
+            confirm=_ask if on_terminal else None,
+            notify=lambda text: err_console.print(escape(text)),
+        )
     except AgentUnavailable as exc:
         fail(str(exc), EXIT_FAILED)
+
+
+def _ask(question: str) -> bool:
+    return typer.confirm(question, default=True, err=True)
 
 
 def execute_loop(
@@ -52,9 +67,12 @@ def execute_loop(
 ) -> int:
     """Run the plan in the foreground; its exit code. A function for ``store``: the store
     is opened while the first agent starts (a fresh loop not stored yet)."""
+    from ralphctl.notify.during_run import FLUSH_S, deliver_during_run
     from ralphctl.store.errors import StoreError
 
     out = err_console if json_out else console
+    reopen = store if callable(store) else partial(type(store).open, store.url)
+    notifier = deliver_during_run(reopen, Path(plan.loop.workdir))
     with TerminalObserver(out, plan.loop, plan.config, quiet=quiet or json_out) as observer:
         runner = new_runner(store, plan, observer=observer)
         try:
@@ -68,6 +86,8 @@ def execute_loop(
                 EXIT_FAILED,
             )
         finally:
+            if notifier is not None:  # the rest stays in the outbox for the next run or serve
+                notifier.stop(flush_s=FLUSH_S)
             _close_store(store, runner)
     if json_out:
         print_json(summary_json(final))
@@ -107,12 +127,15 @@ def print_plan(plan: LoopPlan) -> None:
         command, prompt = first_command(plan)
     except ValueError as exc:
         fail(str(exc), EXIT_USAGE)
+    except AgentUnavailable as exc:  # a sandbox asked for that cannot be made here
+        fail(str(exc), EXIT_FAILED)
     console.print(f"[bold]workdir[/] {plan.loop.workdir}")
     console.print(f"[bold]command[/] {shlex.join(command.argv)}", soft_wrap=True)
     for key, value in command.env.items():
         console.print(f"[bold]env[/] {key}={value}")
     if prompt is not None:
-        console.rule("prompt of iteration 1 (on the agent's stdin)")
+        where = "on the agent's stdin" if command.prompt_file is None else "in its prompt file"
+        console.rule(f"prompt of iteration 1 ({where})")
         console.out(prompt, highlight=False)
 
 

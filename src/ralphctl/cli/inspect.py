@@ -15,6 +15,7 @@ from ralphctl.cli.loop_views import loop_json, loops_table, runner_notes, status
 from ralphctl.cli.run import DB
 from ralphctl.cli.ui import format_duration
 from ralphctl.domain.money import format_usd
+from ralphctl.engine.steering import messages_json
 from ralphctl.store.records import IterationRecord
 
 
@@ -47,10 +48,10 @@ def history_command(
     store = open_store(db)
     loop = store.get_loop(loop_id)
     iterations = store.iterations(loop.id)
+    told = messages_json(store, loop.id)
     if json_out:
-        print_json(
-            {"loop": loop_json(loop), "iterations": [_jsonable(asdict(i)) for i in iterations]}
-        )
+        iterations_json = [_jsonable(asdict(i)) for i in iterations]
+        print_json({"loop": loop_json(loop), "iterations": iterations_json, "messages": told})
         return
     title = Text(f"loop {loop.id} · {loop.name} · ").append_text(status_text(loop_json(loop)))
     table = Table(title=title)
@@ -75,6 +76,16 @@ def history_command(
             f"{loop.tokens_input + loop.tokens_output} tokens · {format_duration(loop.runtime_s)}"
         )
     )
+    for message in told:
+        console.print(_message_line(message))
+
+
+def _message_line(message: dict[str, Any]) -> Text:
+    """One message the user told the loop, and where it went."""
+    n = message["iteration"]
+    went = "pending" if n is None else f"→ iteration {n}"
+    line = Text(f"message {message['seq']} from {message['sender']} ({went}): ", "cyan")
+    return line.append(" ".join(message["text"].split()), "")
 
 
 def _marker(it: IterationRecord) -> str:

@@ -18,7 +18,13 @@ TASK_ARG = typer.Argument(None, metavar="[TASK]", help="The task, as text.")
 TASK = typer.Option(None, "--task", "-t", help="The task, as text.")
 TASK_FILE = typer.Option(None, "--task-file", "-f", help="Read the task here.")
 WORKDIR = typer.Option(Path("."), "--workdir", "-C", help="Where the agent works.")
-AGENT = typer.Option(None, "--agent", "-a", help="Agent adapter: claude (default), scripted.")
+AGENT = typer.Option(
+    None,
+    "--agent",
+    "-a",
+    help="Agent adapter: claude (default), codex, gemini, opencode, copilot, aider, amp, "
+    "cursor, command, scripted (`ralphctl agents list`).",
+)
 AGENT_ARGS = typer.Option(
     None,
     "--agent-args",
@@ -42,6 +48,52 @@ PERMISSION = typer.Option(
     None, "--permission-mode", help="The agent's permission mode (acceptEdits)."
 )
 SCRIPT = typer.Option(None, "--script", help="Script file for the scripted agent.")
+AGENT_COMMAND = typer.Option(
+    None,
+    "--agent-command",
+    help="The command agent's command line; the prompt on stdin, or in {prompt} or "
+    "{prompt_file} (docs/agents/command.md).",
+)
+AGENT_TOKENS_REGEX = typer.Option(
+    None,
+    "--agent-tokens-regex",
+    help="The command agent's token counts: a regex with (?P<input>…) and/or (?P<output>…).",
+)
+AGENT_COST_REGEX = typer.Option(
+    None, "--agent-cost-regex", help="The command agent's cost in USD: a regex with (?P<cost>…)."
+)
+ISOLATE_AGENT_CONFIG = typer.Option(
+    None,
+    "--isolate-agent-config/--no-isolate-agent-config",
+    help="Run the agent without your own plugins, hooks and MCP servers (credentials kept).",
+)
+INSTALL_AGENT = typer.Option(
+    None,
+    "--install-agent",
+    help="Install the agent's pinned CLI for ralphctl if it is missing (auto_install).",
+)
+SANDBOX = typer.Option(
+    None,
+    "--sandbox/--no-sandbox",
+    help="Run the agent under bubblewrap: only the work dir and its own config writable, "
+    "your secrets hidden (docs/safety.md).",
+)
+SANDBOX_NET = typer.Option(
+    None,
+    "--sandbox-net",
+    help="The sandbox's network: allow (default), or none (not even the host's 127.0.0.1).",
+)
+ON_QUESTION = typer.Option(
+    None,
+    "--on-question",
+    help="When the agent asks you something: continue (a safe default, the default) or wait "
+    "for your answer (`ralphctl tell`).",
+)
+QUESTION_TIMEOUT = typer.Option(
+    None,
+    "--question-timeout",
+    help="With --on-question wait: how long to wait for an answer, e.g. 30m (the default).",
+)
 WORKFLOW = typer.Option(
     None, "--workflow", "-w", help="Run an installed workflow; the task is its input."
 )
@@ -82,6 +134,14 @@ _SETTING_OF_FLAG = {
     "completion_signal": "completion_signal",
     "max_calls_per_hour": "max_calls_per_hour",
     "checkpoint_branch": "checkpoint_branch",
+    "agent_tokens_regex": "agent_tokens_regex",
+    "agent_cost_regex": "agent_cost_regex",
+    "isolate_agent_config": "isolate_agent_config",
+    "install_agent": "auto_install",
+    "sandbox": "sandbox",
+    "sandbox_net": "sandbox_net",
+    "on_question": "on_question",
+    "question_timeout": "question_timeout",
 }
 #: How a setting is given on the command line, for messages.
 FLAG_OF_SETTING = {
@@ -89,6 +149,7 @@ FLAG_OF_SETTING = {
     "gates": "--gate",
     "script": "--script",
     "agent_args": "--agent-args",
+    "agent_command": "--agent-command",
 }
 
 
@@ -127,6 +188,9 @@ def loop_settings(flags: Mapping[str, Any]) -> dict[str, Any]:
     if flags.get("script") is not None:
         values["script"] = str(Path(flags["script"]).resolve())
         values.setdefault("agent", "scripted")
+    if flags.get("agent_command") is not None:
+        values["agent_command"] = flags["agent_command"]
+        values.setdefault("agent", "command")
     return values
 
 

@@ -123,9 +123,13 @@ def status_text(loop: dict[str, Any]) -> Text:
 
 
 def runner_notes(loops: list[dict[str, Any]]) -> list[Text]:
-    """What to do about each loop whose runner died: resume it, or record its end."""
+    """What to do about each loop whose runner died (resume it, or record its end), and each
+    loop whose runner waits for an answer to its agent's question."""
     notes = []
     for loop in loops:
+        if loop["status"] == LoopStatus.PAUSED and loop.get("runner") == Runner.ALIVE:
+            answer = f'answer with ralphctl tell {loop["id"]} "…"'
+            notes.append(Text(f"{loop['id']}: {loop.get('stop_detail')} ({answer})", "magenta"))
         if loop["status"] not in _DRIVEN or loop.get("runner") != Runner.GONE:
             continue
         loop_id = loop["id"]

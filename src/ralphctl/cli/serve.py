@@ -1,7 +1,8 @@
 """``ralphctl serve``: the API, the live event stream and the dashboard, with the loop manager.
 
 SIGTERM and SIGINT (Ctrl-C) shut it down cleanly: running loops are suspended (resumed by the
-next server), the address file is removed, and the exit status is 0.
+next server), the address file is removed, and the exit status is 0. Beside it, a deliverer
+sends the notifications of every loop in the database (docs/notifications.md).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,6 +65,7 @@ def serve_command(
     import uvicorn
 
     from ralphctl.engine.manager import LoopManager
+    from ralphctl.notify.deliverer import FLUSH_S, Deliverer
     from ralphctl.server.app import UVICORN_OPTIONS, create_app
     from ralphctl.server.auth import InsecureBind, check_bind, is_loopback, load_or_create_token
     from ralphctl.server.locate import (
@@ -112,10 +115,12 @@ def serve_command(
     console.print(f"log:       {escape(str(log_file))}", soft_wrap=True)
     _replace_address(directory, Address(url, os.getpid()))
     log.info("serving on %s (database: %s)", url, mask(store.url))
+    notifier = Deliverer(partial(type(store).open, store.url)).start()
     try:
         with _stopped_by_signals(server):
             server.run(sockets=[listener])
     finally:
+        notifier.stop(flush_s=FLUSH_S)
         remove_address(directory, os.getpid())
         store.close()
         log.info("server stopped")

@@ -26,6 +26,7 @@ from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.events import EventType
 from ralphctl.domain.money import format_usd
 from ralphctl.domain.states import LoopStatus, Runner, why_not_resumable
+from ralphctl.domain.steering import delivered_seqs
 from ralphctl.store.records import EventRecord, LoopRecord
 
 STATUS_STYLE = {
@@ -87,6 +88,11 @@ class TerminalObserver:
         self.last = "starting"
         self._live: Live | None = None
         self._partial = ""  # agent text after its last newline, printed once the line ends
+        # Plain output (a pipe, a file: no terminal, no colours) is written as is: rich would
+        # only add its own work per line (bench/overhead.py counts every line).
+        self._plain = (
+            not console.is_terminal and console.color_system is None and not console.record
+        )
 
     def __enter__(self) -> TerminalObserver:
         if self.console.is_terminal and not self.quiet:
@@ -130,6 +136,8 @@ class TerminalObserver:
         kind = event.event_type
         if kind == EventType.ITERATION_STARTED:
             self._header(data["iteration"])
+            if told := delivered_seqs(data):
+                self._line(f"  {len(told)} message(s) from you go to the agent now", "cyan")
         elif kind == EventType.ITERATION_COMPLETED:
             self.cost += data.get("cost_usd") or 0.0
             self.tokens += data.get("tokens") or 0
@@ -139,6 +147,11 @@ class TerminalObserver:
             self._line(
                 f"checkpoint {data['commit_sha'][:10]} (iteration {data['iteration']})", "blue"
             )
+        elif kind == EventType.QUESTION:  # shown even when quiet: the loop may wait for you
+            self._line(f"the agent asks: {data.get('question', '')}", "magenta", always=True)
+        elif kind == EventType.WAITING and data.get("question"):
+            hint = f'answer with: ralphctl tell {event.loop_id} "…"'
+            self._line(f"  waiting until {data['until']} ({hint})", "magenta", always=True)
         elif kind in (EventType.ERROR, EventType.WARNING):  # shown even when quiet
             style = "red" if kind == EventType.ERROR else "yellow"
             self._line(f"{kind}: {data.get('message', '')}", style, always=True)
@@ -152,7 +165,7 @@ class TerminalObserver:
                 ending = "" if event.delta or text.endswith("\n") else "\n"  # a whole block
                 *lines, self._partial = (self._partial + text + ending).split("\n")
                 for line in lines:
-                    self.console.out(line, highlight=False)
+                    self._out(line)
         elif isinstance(event, ToolCall):
             self.last = f"tool {event.name}"
             self._line(f"  → {event.name} {event.summary}".rstrip(), "dim")
@@ -179,13 +192,22 @@ class TerminalObserver:
         if self.quiet and not always:
             return
         self._end_text()
-        self.console.print(Text(message, style), highlight=False)
+        self._out(message, style)
 
     def _end_text(self) -> None:
         """Print the agent's unfinished line (whole lines only: the live line redraws below)."""
         if self._partial:
-            self.console.out(self._partial, highlight=False)
+            self._out(self._partial)
             self._partial = ""
+
+    def _out(self, line: str, style: str | None = None) -> None:
+        """One line, unwrapped and without markup (the terminal wraps)."""
+        if self._plain and "\t" not in line:  # rich expands tabs to its tab stops
+            file = self.console.file
+            file.write(line + "\n")
+            file.flush()
+        else:  # ``out``, not ``print``: a sixth of the CPU per line
+            self.console.out(line, style=style, highlight=False)
 
 
 #: Iterations that end so are followed by an ``error`` event with their error, printed as its

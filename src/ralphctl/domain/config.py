@@ -22,6 +22,13 @@ if TYPE_CHECKING:  # imported when used: `ralphctl run` validates a config befor
     from ralphctl.domain.costs import Price
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions")
+#: The sandbox's network (``sandbox_net``): the host's, or none at all.
+SANDBOX_NETS = ("allow", "none")
+#: What a loop does when its agent asks the absent user something (``on_question``).
+ON_QUESTION = ("continue", "wait")
+#: The settings that configure one agent's adapter: each agent's spec names those it takes
+#: (``AgentSpec.options``); giving one to an agent that does not take it is an error.
+AGENT_OPTIONS = ("script", "agent_command", "agent_tokens_regex", "agent_cost_regex")
 #: Documented other names of settings (the seed's configuration file uses them).
 ALIASES = {"max_runtime_seconds": "max_runtime", "cooldown_seconds": "cooldown"}
 
@@ -83,6 +90,17 @@ class LoopConfig:
     agent_args: tuple[str, ...] = field(default=())
     permission_mode: str = defaults.PERMISSION_MODE
     script: str | None = None
+    # the command agent (docs/agents/command.md): its command line, the usage its output shows
+    agent_command: str | None = None
+    agent_tokens_regex: str | None = None
+    agent_cost_regex: str | None = None
+    # without the user's own plugins, hooks and MCP servers (docs/agents/isolation.md)
+    isolate_agent_config: bool = False
+    # install the agent's pinned CLI when it is missing (docs/agents/install.md)
+    auto_install: bool = False
+    # run the agent under bubblewrap (docs/safety.md); its network: allow or none
+    sandbox: bool = False
+    sandbox_net: str = "allow"
     # circuit breaker (circuit_breaker_threshold above: consecutive errored iterations)
     no_progress_threshold: int | None = 3
     same_error_threshold: int | None = 5
@@ -95,6 +113,9 @@ class LoopConfig:
     max_calls_per_hour: int | None = None
     max_calls_per_hour_global: int | None = None
     usage_limit_wait: float = 300.0
+    # the agent's questions: go on with a safe default, or wait (up to the timeout) for `tell`
+    on_question: str = "continue"
+    question_timeout: float = 1800.0
     # verification gates, checkpoints, costs
     gates: tuple[str, ...] = field(default=())
     gate_timeout: float = 600.0
@@ -109,6 +130,8 @@ class LoopConfig:
     tracker_template: str | None = None  # fresh mode keeps a tracker file made from it
     continue_message: str | None = None  # opens the prompt from iteration 2 on
     plugins: tuple[str, ...] = field(default=())  # enabled in the agent's runs
+    # the events this loop notifies about (docs/notifications.md); None: each channel's own
+    notify: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         errors: dict[str, str] = {}
@@ -191,6 +214,7 @@ class LoopConfig:
         data["agent_args"] = list(self.agent_args)
         data["gates"] = list(self.gates)
         data["plugins"] = list(self.plugins)
+        data["notify"] = None if self.notify is None else list(self.notify)
         return data
 
 
@@ -247,6 +271,18 @@ def _permission_mode(value: object) -> str:
     return str(value)
 
 
+def _on_question(value: object) -> str:
+    if value not in ON_QUESTION:
+        raise ValueError(f"must be one of {', '.join(ON_QUESTION)}, not {value!r}")
+    return str(value)
+
+
+def _sandbox_net(value: object) -> str:
+    if value not in SANDBOX_NETS:
+        raise ValueError(f"must be one of {', '.join(SANDBOX_NETS)}, not {value!r}")
+    return str(value)
+
+
 def _optional_text(value: object) -> str | None:
     return None if value is None else _text(value)
 
@@ -255,6 +291,44 @@ def _flag(value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"must be true or false, not {value!r}")
     return value
+
+
+def _command_line(value: object) -> str | None:
+    """A command line, split as a shell would (quotes, no expansion), or None."""
+    if value is None:
+        return None
+    import shlex  # only when a command agent is configured
+
+    text = _text(value)
+    try:
+        shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"cannot be split into arguments ({exc}): {text!r}") from None
+    return text
+
+
+def _tokens_regex(value: object) -> str | None:
+    if value is None:
+        return None
+    from ralphctl.domain.usage_patterns import tokens_pattern
+
+    return tokens_pattern(_text(value)).pattern
+
+
+def _cost_regex(value: object) -> str | None:
+    if value is None:
+        return None
+    from ralphctl.domain.usage_patterns import cost_pattern
+
+    return cost_pattern(_text(value)).pattern
+
+
+def _notify_events(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    from ralphctl.domain.notify_events import event_names  # only when a loop chooses events
+
+    return event_names(value)
 
 
 def _commands(value: object) -> tuple[str, ...]:
@@ -343,6 +417,13 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "agent_args": _arguments,
     "permission_mode": _permission_mode,
     "script": _optional_text,
+    "agent_command": _command_line,
+    "agent_tokens_regex": _tokens_regex,
+    "agent_cost_regex": _cost_regex,
+    "isolate_agent_config": _flag,
+    "auto_install": _flag,
+    "sandbox": _flag,
+    "sandbox_net": _sandbox_net,
     "no_progress_threshold": _threshold,
     "same_error_threshold": _threshold,
     "permission_denial_threshold": _threshold,
@@ -353,6 +434,8 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "max_calls_per_hour": _integer(1, optional=True),
     "max_calls_per_hour_global": _integer(1, optional=True),
     "usage_limit_wait": _duration(allow_zero=False),
+    "on_question": _on_question,
+    "question_timeout": _duration(allow_zero=False),
     "gates": _commands,
     "gate_timeout": _duration(allow_zero=False),
     "checkpoint_branch": _optional_text,
@@ -364,4 +447,5 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "tracker_template": _optional_text,
     "continue_message": _optional_text,
     "plugins": _names,
+    "notify": _notify_events,
 }

@@ -16,7 +16,10 @@ class EventType(StrEnum):
     COST_INCURRED = "cost_incurred"
     CHECKPOINT_CREATED = "checkpoint_created"
     CIRCUIT_BREAKER_TRIPPED = "circuit_breaker_tripped"
+    BUDGET_WARNING = "budget_warning"  # once per budget and loop, when 80 % of it is spent
     WAITING = "waiting"
+    MESSAGE = "message"  # the user told the loop something (``ralphctl tell``); delivered once
+    QUESTION = "question"  # the agent asked the absent user something
     ERROR = "error"
     WARNING = "warning"
     STATE_CHANGED = "state_changed"

@@ -87,6 +87,8 @@ def why_not_resumable(status: LoopStatus, mode: str, runner: Runner) -> str | No
     running = status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED)
     if running and runner is Runner.ALIVE:
         return "it is running"
+    if status is LoopStatus.PAUSED and runner is Runner.ALIVE:
+        return "its runner waits for an answer to the agent's question: answer with ralphctl tell"
     if mode != "hook" or status in (LoopStatus.PENDING, LoopStatus.PAUSED):
         return None
     if running and runner is Runner.NONE:

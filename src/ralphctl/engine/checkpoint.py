@@ -1,10 +1,16 @@
 """Git checkpoints: commit the work tree every N iterations; go back to one.
 
-On the current branch: ``git add -A .`` (so .gitignore is respected and ``.ralph/`` — ignored by
-its own .gitignore — is never committed) and ``git commit``. On a configured branch: the same
-snapshot is staged in a temporary index and committed with plumbing (``write-tree``,
-``commit-tree``, a compare-and-swap ``update-ref``), so the user's HEAD, index and files are
-never touched. No reset, no force, no history rewrite.
+A checkpoint commits what ``git add -A -- .`` would stage (so .gitignore is respected and
+``.ralph/`` — ignored by its own .gitignore — is never committed), with plumbing: the tree is
+staged in a private copy of the user's index (usually the progress probe's, already staged and
+warm: ``StagedTree``), ``git commit-tree`` makes the commit and a compare-and-swap
+``git update-ref`` moves the branch. No reset, no force, no history rewrite, and no commit hook
+runs: a checkpoint is ralphctl's snapshot to go back to, which a failing lint hook must not
+prevent and a formatting hook must not edit behind the agent (``commit.gpgSign`` is honoured).
+
+On the current branch the user's index then becomes the staged copy, under git's index lock,
+as ``git add -A && git commit`` would leave it: everything staged and committed, stat data
+warm. On a configured branch the user's HEAD, index and files are never touched.
 
 Going back: ``branch_at`` makes a new branch at a checkpoint (loses nothing); ``restore``
 puts a checkpoint's files into the work dir (HEAD stays where it is) and is the one
@@ -15,10 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from ralphctl.engine.gitindex import IndexLock, IndexLocked, StagedTree, copy_index, signature
 
 GIT_TIMEOUT_S = 60.0
 
@@ -46,22 +55,28 @@ async def is_git_work_tree(workdir: Path) -> bool:
 
 
 async def create_checkpoint(
-    workdir: Path, iteration: int, *, branch: str | None = None
+    workdir: Path,
+    iteration: int,
+    *,
+    branch: str | None = None,
+    staged: StagedTree | None = None,
 ) -> CheckpointOutcome:
     """Commit everything under ``workdir``; skip when nothing changed. Errors are returned.
 
-    With ``branch`` the commit goes to that branch (created from HEAD when missing) and the
-    work tree, index and HEAD are left alone; a branch that is checked out here is committed
-    to the ordinary way.
+    ``staged`` is the work dir already staged (the progress probe's): used while the user's
+    index is still the one it was copied from, else the work dir is staged again. With
+    ``branch`` the commit goes to that branch (created from HEAD when missing) and the work
+    tree, index and HEAD are left alone; a branch that is checked out here is committed to as
+    the current one.
     """
-    if branch is None:
-        return await _commit_on_head(workdir, iteration)
     try:
+        if branch is None:
+            return await _commit_on_head(workdir, iteration, staged)
         await _check_branch_name(workdir, branch)
         if await _current_branch(workdir) == branch:
-            return await _commit_on_head(workdir, iteration)
-        return await _commit_on_branch(workdir, iteration, branch)
-    except GitError as exc:
+            return await _commit_on_head(workdir, iteration, staged)
+        return await _commit_on_branch(workdir, iteration, branch, staged)
+    except (GitError, IndexLocked) as exc:
         return CheckpointOutcome(error=str(exc))
 
 
@@ -103,50 +118,82 @@ async def restore(workdir: Path, sha: str) -> None:
 # -- committing -----------------------------------------------------------------------------
 
 
-async def _commit_on_head(workdir: Path, iteration: int) -> CheckpointOutcome:
-    """Stage everything under ``workdir`` and commit it on the current branch."""
-    code, _, err = await _git(workdir, "add", "-A", "--", ".")
-    if code != 0:
-        return CheckpointOutcome(error=f"git add failed: {err.strip()}")
-    code, _, _ = await _git(workdir, "diff", "--cached", "--quiet")
-    if code == 0:
-        return CheckpointOutcome(skipped="nothing changed since the last commit")
-    code, out, err = await _git(workdir, "commit", "-q", "-m", checkpoint_message(iteration))
-    if code != 0:
-        return CheckpointOutcome(error=f"git commit failed: {(err or out).strip()}")
-    code, out, err = await _git(workdir, "rev-parse", "HEAD")
-    if code != 0:
-        return CheckpointOutcome(error=f"git rev-parse failed: {err.strip()}")
-    return CheckpointOutcome(sha=out.strip())
+async def _commit_on_head(
+    workdir: Path, iteration: int, staged: StagedTree | None
+) -> CheckpointOutcome:
+    """Commit the staged tree on HEAD; the user's index becomes the staged copy."""
+    index, head, head_tree = await _head(workdir)
+    with _scratch() as scratch, IndexLock(index) as lock:
+        if staged is None or staged.user_index != index or not staged.current():
+            staged = await _stage(workdir, index, scratch)
+        if staged.tree == head_tree:
+            return CheckpointOutcome(skipped="nothing changed since the last commit")
+        sha = await _commit_tree(workdir, staged.tree, head, iteration)
+        lock.install(staged.index)  # the index of the commit, before HEAD moves (as git does)
+        reflog = f"ralphctl: {checkpoint_message(iteration)}"
+        await _must(workdir, "update-ref", "-m", reflog, "HEAD", sha, head or "")
+        lock.commit()
+    return CheckpointOutcome(sha=sha)
 
 
-async def _commit_on_branch(workdir: Path, iteration: int, branch: str) -> CheckpointOutcome:
+async def _commit_on_branch(
+    workdir: Path, iteration: int, branch: str, staged: StagedTree | None
+) -> CheckpointOutcome:
     ref = f"refs/heads/{branch}"
     elsewhere = await _worktree_with(workdir, ref)
     if elsewhere is not None:
         raise GitError(f"branch {branch!r} is checked out in {elsewhere}: cannot commit to it")
-    tree = await _snapshot_tree(workdir)
-    old = await _rev(workdir, ref)
-    parent = old or await _rev(workdir, "HEAD")
-    if parent is not None and await _rev(workdir, f"{parent}^{{tree}}") == tree:
-        return CheckpointOutcome(skipped=f"nothing changed since {branch}'s last commit")
-    parents = ["-p", parent] if parent is not None else []
-    message = checkpoint_message(iteration)
-    sha = (await _must(workdir, "commit-tree", tree, *parents, "-m", message)).strip()
-    reflog = f"ralphctl: {message}"
+    with _scratch() as scratch:
+        if staged is None or not staged.current():
+            index = workdir / (await _must(workdir, "rev-parse", "--git-path", "index")).strip()
+            staged = await _stage(workdir, index, scratch)
+        old = await _rev(workdir, ref)
+        parent = old or await _rev(workdir, "HEAD")
+        if parent is not None and await _rev(workdir, f"{parent}^{{tree}}") == staged.tree:
+            return CheckpointOutcome(skipped=f"nothing changed since {branch}'s last commit")
+        sha = await _commit_tree(workdir, staged.tree, parent, iteration)
+    reflog = f"ralphctl: {checkpoint_message(iteration)}"
     await _must(workdir, "update-ref", "-m", reflog, ref, sha, old or "")
     return CheckpointOutcome(sha=sha)
 
 
-async def _snapshot_tree(workdir: Path) -> str:
-    """The tree of the index with everything under ``workdir`` staged, from a copy of the index."""
-    index = workdir / (await _must(workdir, "rev-parse", "--git-path", "index")).strip()
+async def _head(workdir: Path) -> tuple[Path, str | None, str | None]:
+    """The user's index file, HEAD and its tree (None, None on a branch without commits)."""
+    code, out, err = await _git(workdir, "rev-parse", "--git-path", "index", "HEAD", "HEAD^{tree}")
+    lines = out.splitlines()
+    if not lines:
+        raise GitError(f"git rev-parse failed: {err.strip()}")
+    index = workdir / lines[0]
+    if code != 0:  # an unborn branch: update-ref then requires that it still does not exist
+        return index, None, None
+    return index, lines[1], lines[2]
+
+
+async def _stage(workdir: Path, user_index: Path, scratch: Path) -> StagedTree:
+    """Stage the work dir into a copy of the user's index (in ``scratch``) and write its tree."""
+    index = scratch / "index"
+    base = signature(user_index)
+    if user_index.is_file():
+        copy_index(user_index, index)
+    env = {"GIT_INDEX_FILE": str(index)}
+    await _must(workdir, "add", "-A", "--", ".", env=env)
+    tree = (await _must(workdir, "write-tree", env=env)).strip()
+    return StagedTree(tree, index, user_index, base)
+
+
+async def _commit_tree(workdir: Path, tree: str, parent: str | None, iteration: int) -> str:
+    """A commit of ``tree`` on ``parent``, signed when the user's ``commit.gpgSign`` says so."""
+    code, sign, _ = await _git(workdir, "config", "--type=bool", "--get", "commit.gpgSign")
+    signing = ["-S"] if code == 0 and sign.strip() == "true" else []
+    parents = ["-p", parent] if parent is not None else []
+    message = checkpoint_message(iteration)
+    return (await _must(workdir, "commit-tree", *signing, tree, *parents, "-m", message)).strip()
+
+
+@contextmanager
+def _scratch() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="ralphctl-index-") as scratch:
-        env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
-        if index.is_file():
-            shutil.copyfile(index, env["GIT_INDEX_FILE"])
-        await _must(workdir, "add", "-A", "--", ".", env=env)
-        return (await _must(workdir, "write-tree", env=env)).strip()
+        yield Path(scratch)
 
 
 # -- asking git -----------------------------------------------------------------------------

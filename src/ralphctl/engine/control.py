@@ -171,7 +171,9 @@ def control_directly(
     loop = store.get_loop(loop_id)
     target = _TARGET[signal]
     transition(loop.status, target)
-    if loop.status in (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED) and runner_alive(loop):
+    # A paused loop whose runner lives waits for an answer to its agent's question.
+    waiting = (LoopStatus.RUNNING, LoopStatus.RATE_LIMITED, LoopStatus.PAUSED)
+    if loop.status in waiting and runner_alive(loop):
         write_sentinel(Path(loop.workdir), signal)
         runner = f"process {loop.runner_pid} on {loop.runner_host}"
         return loop, f"asked its runner ({runner}) to {signal} after the running iteration"

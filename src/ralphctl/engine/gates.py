@@ -1,10 +1,11 @@
 """Verification gates: shell commands that must pass before a claimed completion counts.
 
-Each gate runs as ``sh -c COMMAND`` in the work dir, stdin from /dev/null, stdout and stderr
-merged, in its own process group. Only the tail of its output is kept, so memory stays
-bounded whatever it prints. On timeout or interrupt the whole group gets SIGTERM, then
-SIGKILL ``grace_s`` later; once the gate's shell has exited, whatever is left of its group
-(background children) is killed too. The shell is always reaped before its result returns.
+Each gate runs as ``sh -c COMMAND`` in the work dir (in the loop's sandbox if it has one),
+stdin from /dev/null, stdout and stderr merged, in its own process group. Only the tail of its
+output is kept, so memory stays bounded whatever it prints. On timeout or interrupt the whole
+group gets SIGTERM, then SIGKILL ``grace_s`` later; once the gate's shell has exited, whatever
+is left of its group (background children) is killed too. The shell is always reaped before
+its result returns.
 
 Gates run in order and stop at the first one that does not pass: the rest are listed as
 ``skipped``.
@@ -17,7 +18,7 @@ import contextlib
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -50,14 +51,19 @@ async def run_gates(
     timeout_s: float,
     interrupt: asyncio.Event | None = None,
     grace_s: float = GRACE_S,
+    confine: Callable[[list[str]], list[str]] | None = None,
 ) -> list[GateResult]:
-    """Run ``commands`` in order until one does not pass; one result per command."""
+    """Run ``commands`` in order until one does not pass; one result per command.
+    ``confine`` turns a gate's command line into the one that runs it (in the loop's
+    sandbox: ``engine/sandboxing``)."""
     results: list[GateResult] = []
     for command in commands:
         if results and not results[-1].passed:
             results.append(GateResult(command, False, None, 0, "", skipped=True))
         else:
-            results.append(await _run_gate(command, workdir, timeout_s, interrupt, grace_s))
+            argv = ["sh", "-c", command]
+            argv = argv if confine is None else confine(argv)
+            results.append(await _run_gate(command, argv, workdir, timeout_s, interrupt, grace_s))
     return results
 
 
@@ -130,6 +136,7 @@ class _GateProtocol(asyncio.SubprocessProtocol):
 
 async def _run_gate(
     command: str,
+    argv: list[str],
     workdir: Path,
     timeout_s: float,
     interrupt: asyncio.Event | None,
@@ -140,9 +147,7 @@ async def _run_gate(
     try:
         transport, _ = await asyncio.get_running_loop().subprocess_exec(
             lambda: protocol,
-            "sh",
-            "-c",
-            command,
+            *argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

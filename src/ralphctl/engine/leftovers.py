@@ -65,6 +65,8 @@ class Leftovers:
     recovered: dict[int, RecoveredUsage] = field(default_factory=dict)
     replayed: list[IterationRecord] = field(default_factory=list)
     journal_problem: str | None = None
+    #: The loop's streaks, breaker and runtime after a replayed iteration that was its newest.
+    loop_state: dict[str, Any] | None = None
 
     @property
     def changed(self) -> bool:
@@ -101,6 +103,7 @@ class Leftovers:
         spent: list[RecoveredUsage | IterationRecord] = [*self.recovered.values(), *finished]
         return replace(
             loop,
+            **(self.loop_state or {}),
             iteration=max([loop.iteration, *self.interrupted, *(it.n for it in finished)]),
             cost_usd=loop.cost_usd + sum(usage.cost_usd or 0.0 for usage in spent),
             tokens_input=loop.tokens_input + sum(usage.tokens_input for usage in spent),
@@ -129,15 +132,26 @@ def interrupt_leftovers(store: Store, loops: Sequence[LoopRecord]) -> dict[str, 
             store.interrupt_running_iterations(loop.id, notes, spent) if running[loop.id] else []
         )
         recovered = {n: usage for n, usage in spent.items() if n in interrupted}
-        replayed, problem = journals[loop.id]
-        found[loop.id] = Leftovers(interrupted, agents, recovered, replayed, problem)
+        replay = journals[loop.id]
+        found[loop.id] = Leftovers(
+            interrupted, agents, recovered, replay.recorded, replay.problem, replay.loop_state
+        )
     return found
 
 
-def replay_journal(store: Store, loop: LoopRecord) -> tuple[list[IterationRecord], str | None]:
-    """Record what the loop's journal keeps (each iteration once), then remove it; the
-    iterations newly recorded, and what was wrong with an unreadable journal (set aside
-    unreplayed, so that nothing is counted twice)."""
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """What a journal's replay recorded: its iterations, the loop's state after the newest of
+    them when that one is newer than the loop, or what was wrong with an unreadable journal."""
+
+    recorded: list[IterationRecord] = field(default_factory=list)
+    loop_state: dict[str, Any] | None = None
+    problem: str | None = None
+
+
+def replay_journal(store: Store, loop: LoopRecord) -> Replay:
+    """Record what the loop's journal keeps (each iteration once), then remove it. An
+    unreadable journal is set aside unreplayed, so that nothing is counted twice."""
     workdir = Path(loop.workdir)
     try:
         kept = read_journal(workdir, loop.id)
@@ -145,15 +159,19 @@ def replay_journal(store: Store, loop: LoopRecord) -> tuple[list[IterationRecord
         aside = set_aside(workdir, loop.id)
         problem = f"{exc}: set aside as {aside.name}, nothing in it was recorded"
         log.warning("loop %s: %s", loop.id, problem)
-        return [], problem
-    replayed = [
-        entry.record
+        return Replay(problem=problem)
+    recorded = [
+        entry
         for entry in kept
-        if store.record_unrecorded(entry.record, entry.events) is not None
+        if store.record_unrecorded(entry.record, entry.events, entry.loop_state) is not None
     ]
     if kept:
         forget(workdir, loop.id)
-    return replayed, None
+    newest = max(recorded, key=lambda entry: entry.record.n, default=None)
+    state = None
+    if newest is not None and newest.finished and newest.record.n > loop.iteration:
+        state = newest.loop_state
+    return Replay([entry.record for entry in recorded], state)
 
 
 def _recover(

@@ -61,6 +61,7 @@ from ralphctl.engine.starting import (
     resume_plan,
     store_loop,
 )
+from ralphctl.engine.steering import tell
 from ralphctl.engine.storefailure import MAX_RECOVERIES, StoreHealth, note_failure
 from ralphctl.settings import LoopsSettings
 from ralphctl.store.errors import StoreError
@@ -203,8 +204,10 @@ class LoopManager:
         """
         self._check_open()
         plan = await asyncio.to_thread(prepare_loop, request, adapters=self._adapter_factory)
-        try:
-            check_agent_ready(plan.adapter, plan.config, Path(plan.loop.workdir))
+        try:  # in a thread: it may install the agent's CLI (auto_install), for minutes
+            await asyncio.to_thread(
+                check_agent_ready, plan.adapter, plan.config, Path(plan.loop.workdir)
+            )
         except AgentUnavailable as exc:
             raise InvalidSpec(str(exc)) from None
         if not request.worktree:
@@ -240,6 +243,14 @@ class LoopManager:
             running.request = ExternalSignal.PAUSE
         await self._publish(loop.id, EventType.PAUSE_REQUESTED, {"iteration": loop.iteration})
         return loop
+
+    async def tell(self, loop_id: str, text: str, sender: str) -> EventRecord:
+        """Send the user's message to the loop's agent (``engine.steering.tell``), published to
+        the subscribers like every event; a loop waiting for an answer reads it within a second."""
+        loop = await self._stored(self.store.get_loop, loop_id)
+        told = await self._stored(tell, self.store, loop, text, sender)
+        self._emit(told)
+        return told
 
     async def resume(self, loop_id: str) -> LoopRecord:
         """Start a paused, stopped, failed, blocked, pending or orphaned loop again.

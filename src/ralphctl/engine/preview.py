@@ -10,13 +10,15 @@ from ralphctl.domain.conditions import remaining
 from ralphctl.domain.stoprules import Totals
 from ralphctl.engine.fresh_tracker import FreshTracker
 from ralphctl.engine.prompt import PromptContext, build_prompt
-from ralphctl.engine.request import agent_request
+from ralphctl.engine.request import agent_request, prompt_path
+from ralphctl.engine.sandboxing import loop_command
 from ralphctl.engine.starting import LoopPlan
 
 
 def first_command(plan: LoopPlan) -> tuple[AgentCommand, str | None]:
     """The command of the plan's first run and (fresh mode) its prompt; ValueError if the
-    adapter refuses the settings (e.g. an agent argument it does not allow)."""
+    adapter refuses the settings (e.g. an agent argument it does not allow), SandboxUnavailable
+    if the loop asks for a sandbox none can be made here."""
     config, root = plan.config, Path(plan.loop.workdir)
     if plan.loop.mode == "hook":
         from ralphctl.engine.hookmode.setup import preview
@@ -39,5 +41,6 @@ def first_command(plan: LoopPlan) -> tuple[AgentCommand, str | None]:
         iteration=1,
         session_id="<new uuid per iteration>",
         remaining_cost_usd=config.max_cost_usd,
+        prompt_path=prompt_path(plan.loop.id, 1, "<session id>"),
     )
-    return plan.adapter.build_command(request), prompt
+    return loop_command(plan.adapter.build_command(request), config, root), prompt

@@ -1,21 +1,25 @@
-"""Did an iteration change anything? The git tree of the whole work dir, before and after.
+"""Did an iteration change anything? A fingerprint of the work dir's content, before and after.
 
-The tree is written from a throw-away index after ``git add -A``, so it covers tracked edits,
-new untracked files and their contents, and commits alike, while ignored files (``.ralph/``
-among them) do not count. The user's index, HEAD and files are never touched.
+The content is what ``git add -A -- .`` would stage: tracked edits, new untracked files and
+their contents, deletions, and commits alike, while ignored files (``.ralph/`` among them) do
+not count. It is staged into a private copy of the user's index, kept for the whole run, so
+git's stat cache in it stays warm and each look costs about one ``git status``; the user's
+index, HEAD and files are never touched.
 
-What it costs on a big repository is what git has to look at, so a loop takes one tree per
-iteration, not two:
-- the tree after iteration n is the tree before n+1, unless something that may change files
-  ran in between: a checkpoint commit in a repository with git hooks (``committed``), or a
-  long wait such as a park (``forget``); then the next ``before`` takes the tree again;
-- the throw-away index is kept for the whole run, so git's stat cache in it stays warm and
-  ``git add -A`` hashes only the files that changed; when it changed nothing (the index file
-  was not rewritten), the tree is the last one and ``write-tree`` is not run. The index is a
-  copy of the user's, taken again whenever that one changes (a commit, a ``git add``), so
-  files the user tracks although they are ignored count exactly as in the user's own index.
-  One difference with a fresh copy per tree: an untracked file seen once and ignored later
-  (a new ``.gitignore`` line) still counts until the user's index changes.
+One git command per look: ``git add -A -v`` names every path whose content it staged, so when
+it names none the content is the one seen last, and when it names some the content changed
+since then (each look starts from the index the last one left). The fingerprint is therefore
+a counter of content changes, and the git tree of the content is written only when someone
+needs it: a checkpoint (``staged``), or a new copy of the user's index. The copy is taken again
+whenever the user's index changes (a commit, a ``git add``; not when a checkpoint installed
+this very index as the user's), so files the user tracks although they are ignored count
+exactly as in the user's own index; the trees of the old and the new copy then decide whether
+the content changed. One difference with a fresh copy per look: an untracked file seen once and
+ignored later (a new ``.gitignore`` line) still counts until the user's index changes.
+
+A loop takes one fingerprint per iteration: the one after iteration n is the one before n+1,
+unless something may have changed files in between that is not the agent's progress (a long
+wait such as a park: ``forget``).
 """
 
 from __future__ import annotations
@@ -27,133 +31,142 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-GIT_TIMEOUT_S = 60.0
+from ralphctl.engine.gitindex import NO_INDEX, StagedTree, copy_index, same_content, signature
 
-_Signature = tuple[int, int, int]  # inode, size, mtime in ns: "this index file changed"
-_NO_INDEX: _Signature = (-1, -1, -1)  # the user has no index yet (nothing ever staged)
+GIT_TIMEOUT_S = 60.0
 
 
 class ProgressProbe:
-    """The work dir's tree before and after each iteration of one run; ``close`` at its end."""
+    """The work dir's content before and after each iteration of one run; ``close`` at its end.
+
+    Fingerprints are opaque strings: equal means the same content, within one probe."""
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
-        self._scratch: Path | None = None  # a private directory holding the throw-away index
+        self._scratch: Path | None = None  # a private directory holding the private index
         self._user_index: Path | None = None
-        self._hooks: Path | None = None
         self._work_tree = False  # known once _locate found the repository
-        self._seeded_from: _Signature | None = None
-        self._written: tuple[_Signature, str] | None = None  # the scratch index and its tree
+        self._seeded_from = NO_INDEX  # the user's index the private one was copied from
+        self._changes = 0  # content changes seen: the fingerprint
+        self._tree: str | None = None  # the tree of the content last seen, once written
         self._last_after: str | None = None
 
     async def is_work_tree(self) -> bool:
-        """Whether the work dir is in a git work tree. The same git call finds the index and
-        hooks the trees need, so a run asks git once before its first agent, not twice."""
+        """Whether the work dir is in a git work tree. The same git call finds the index the
+        fingerprints need, so a run asks git once before its first agent, not twice."""
         return await self._locate() and self._work_tree
 
     async def before(self) -> str | None:
-        """The tree as the agent is about to start; None when git cannot tell."""
-        tree, self._last_after = self._last_after, None
-        return tree if tree is not None else await self._tree()
+        """The fingerprint as the agent is about to start; None when git cannot tell."""
+        fingerprint, self._last_after = self._last_after, None
+        return fingerprint if fingerprint is not None else await self._look()
 
     async def after(self) -> str | None:
-        """The tree once the iteration is over (and, unless forgotten, the next one's before)."""
-        self._last_after = await self._tree()
+        """The fingerprint once the iteration is over (and, unless forgotten, the next one's
+        before)."""
+        self._last_after = await self._look()
         return self._last_after
 
     def forget(self) -> None:
         """Files may have changed since ``after``: the next ``before`` looks again."""
         self._last_after = None
 
-    def committed(self) -> None:
-        """A commit ran in the work dir: if the repository has git hooks, they may have edited
-        files, and the next ``before`` looks again."""
-        if self._hooks is None or _has_hooks(self._hooks):
-            self.forget()
+    async def staged(self) -> StagedTree | None:
+        """The content ``after`` saw, as a tree staged in the private index, for a checkpoint;
+        None once forgotten or when the user's index changed since the copy."""
+        if self._last_after is None or self._scratch is None:
+            return None
+        index = self._scratch / "index"
+        if not self._copy_is_current(index):
+            return None
+        if self._tree is None:
+            self._tree = await self._write_tree(index)
+        if self._tree is None:
+            return None
+        assert self._user_index is not None
+        return StagedTree(self._tree, index, self._user_index, self._seeded_from)
 
     def close(self) -> None:
-        """Remove the throw-away index."""
+        """Remove the private index (a later look starts from a new copy)."""
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
-        self._seeded_from = None
-        self._written = None
         self._last_after = None
 
-    async def _tree(self) -> str | None:
-        index = await self._index()
-        if index is None:
-            return None
-        env = {"GIT_INDEX_FILE": str(index)}
-        if await _git(self.workdir, "add", "-A", "--", ".", env=env) is None:
-            self.close()  # a killed git may leave its lock behind: start again from a copy
-            return None
-        if self._written is not None and self._written[0] == _signature(index):
-            return self._written[1]  # git add rewrote nothing: the tree is the last one
-        tree = await _git(self.workdir, "write-tree", env=env)
-        if tree is None:
-            return None
-        self._written = _signature(index), tree.strip()  # write-tree may rewrite the index
-        return self._written[1]
-
-    async def _index(self) -> Path | None:
-        """The throw-away index, a fresh copy of the user's when that one changed."""
+    async def _look(self) -> str | None:
         if not await self._locate():
             return None
         assert self._user_index is not None
+        if self._scratch is not None and self._copy_is_current(self._scratch / "index"):
+            staged = await self._git("add", "-A", "-v", "--", ".")
+            if staged is None:
+                self.close()  # a killed git may leave its lock behind: start again from a copy
+                return None
+            if staged.strip():
+                self._changes, self._tree = self._changes + 1, None
+        elif not await self._copy_again():
+            return None
+        return f"content-{self._changes}"
+
+    def _copy_is_current(self, index: Path) -> bool:
+        """Whether the private index is still a copy of the user's: the user's did not change,
+        or it did to the very bytes of the private one (a checkpoint installed it)."""
+        assert self._user_index is not None
+        now = signature(self._user_index)
+        if now != self._seeded_from and same_content(self._user_index, index):
+            self._seeded_from = now
+        return now == self._seeded_from
+
+    async def _copy_again(self) -> bool:
+        """Stage the work dir into a new copy of the user's index; the content changed when its
+        tree is not the last content's. False when git failed."""
+        assert self._user_index is not None
+        old = self._tree
         if self._scratch is None:
             self._scratch = Path(tempfile.mkdtemp(prefix="ralphctl-progress-"))
         index = self._scratch / "index"
-        signature = _signature(self._user_index)
-        if signature != self._seeded_from:
-            index.unlink(missing_ok=True)
-            self._seeded_from = self._written = None
-            if signature != _NO_INDEX:
-                try:
-                    shutil.copyfile(self._user_index, index)
-                except FileNotFoundError:  # replaced by git just now: copy it next time
-                    return None
-            self._seeded_from = signature
-        return index
+        if old is None and index.exists():
+            old = await self._write_tree(index)
+        seeded_from = signature(self._user_index)
+        index.unlink(missing_ok=True)
+        if seeded_from != NO_INDEX:
+            try:
+                copy_index(self._user_index, index)
+            except FileNotFoundError:  # replaced by git just now: copy it next time
+                return False
+        self._seeded_from = seeded_from
+        tree = None
+        if await self._git("add", "-A", "--", ".") is not None:
+            tree = await self._write_tree(index)
+        if tree is None:
+            self.close()
+            return False
+        if tree != old:
+            self._changes += 1
+        self._tree = tree
+        return True
+
+    async def _write_tree(self, index: Path) -> str | None:
+        tree = await self._git("write-tree", index=index)
+        return tree.strip() if tree else None
+
+    async def _git(self, *args: str, index: Path | None = None) -> str | None:
+        assert self._scratch is not None
+        env = {"GIT_INDEX_FILE": str(index or self._scratch / "index")}
+        return await _git(self.workdir, *args, env=env)
 
     async def _locate(self) -> bool:
-        """Find the user's index and hooks (once); False when git cannot tell."""
+        """Find the user's index (once); False when git cannot tell."""
         if self._user_index is None:
             found = await _git(
-                self.workdir,
-                "rev-parse",
-                "--is-inside-work-tree",
-                "--git-path",
-                "index",
-                "--git-path",
-                "hooks",
+                self.workdir, "rev-parse", "--is-inside-work-tree", "--git-path", "index"
             )
             if found is None:
                 return False
-            inside, index, hooks = found.splitlines()
+            inside, index = found.splitlines()
             self._work_tree = inside == "true"
-            self._user_index, self._hooks = self.workdir / index, self.workdir / hooks
+            self._user_index = self.workdir / index
         return True
-
-
-def _has_hooks(directory: Path) -> bool:
-    """Whether ``directory`` holds a git hook that would run (not a ``.sample``)."""
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return False  # no hooks directory: no hooks
-    return any(
-        entry.is_file() and not entry.name.endswith(".sample") and os.access(entry, os.X_OK)
-        for entry in entries
-    )
-
-
-def _signature(path: Path) -> _Signature:
-    try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return _NO_INDEX
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 async def _git(workdir: Path, *args: str, env: dict[str, str] | None = None) -> str | None:

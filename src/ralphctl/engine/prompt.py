@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ralphctl.domain.conditions import Remaining
 from ralphctl.domain.markers import Marker
+from ralphctl.domain.steering import section
 
 HISTORY_SHOWN = 5
 SUMMARY_CHARS = 160
@@ -38,6 +39,7 @@ class PromptContext:
     notes: Sequence[str] = ()  # what the last iteration's analysis and gates ask for
     tracker: str | None = None  # the loop's tracker file, as the agent should open it
     continue_message: str | None = None  # opens the prompt from iteration 2 on
+    messages: Sequence[str] = ()  # what the user told the loop since the last prompt, oldest first
 
 
 def build_prompt(ctx: PromptContext) -> str:
@@ -62,6 +64,8 @@ def build_prompt(ctx: PromptContext) -> str:
     if ctx.notes:
         parts += ["", "Notes on the previous iteration:"]
         parts += [f"- {_clip(note, ERROR_CHARS * 2)}" for note in ctx.notes]
+    if ctx.messages:
+        parts += ["", *section(ctx.messages)]
     if ctx.tracker:
         parts += ["", *_tracker_instructions(ctx.tracker, ctx.marker)]
     parts += ["", *_marker_instructions(ctx.marker)]

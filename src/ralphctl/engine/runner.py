@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from ralphctl.agents.base import AgentAdapter, AgentUnavailable
 from ralphctl.agents.events import AgentEvent, Finished
 from ralphctl.agents.process import run_agent
+from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.backoff import backoff_delay
 from ralphctl.domain.breaker import (
     BreakerAction,
@@ -37,6 +38,7 @@ from ralphctl.domain.breaker import (
 )
 from ralphctl.domain.breaker import from_dict as breaker_from_dict
 from ralphctl.domain.breaker import to_dict as breaker_to_dict
+from ralphctl.domain.budget_warnings import budget_warnings
 from ralphctl.domain.conditions import (
     CONTINUE,
     Action,
@@ -51,6 +53,7 @@ from ralphctl.domain.events import EventType
 from ralphctl.domain.markers import Detection, first_declaration
 from ralphctl.domain.model import IterationResult, TokenUsage
 from ralphctl.domain.states import LoopStatus, StopReason, transition
+from ralphctl.domain.steering import DELIVERED_KEY
 from ralphctl.domain.stoprules import Totals
 from ralphctl.domain.usage_limits import usage_warning
 from ralphctl.engine import storethread
@@ -60,7 +63,7 @@ from ralphctl.engine.fresh_tracker import FreshTracker, TrackerUnreadable
 from ralphctl.engine.gates import GateResult, run_gates
 from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
 from ralphctl.engine.progress import ProgressProbe
-from ralphctl.engine.prompt import PastIteration, PromptContext, build_prompt
+from ralphctl.engine.prompt import HISTORY_SHOWN, PastIteration, PromptContext, build_prompt
 from ralphctl.engine.ratelimit import calls_wait
 from ralphctl.engine.record import (
     error_context,
@@ -71,11 +74,13 @@ from ralphctl.engine.record import (
     loop_totals,
     output_events,
 )
-from ralphctl.engine.request import agent_request, ignored_settings
+from ralphctl.engine.request import agent_request, ignored_settings, prompt_path
+from ralphctl.engine.sandboxing import bypass_warning, gate_confinement, loop_command
 from ralphctl.engine.sentinels import read_sentinel
 from ralphctl.engine.statefile import StateWriter, check_state_file, render_state
+from ralphctl.engine.steering import Inbox
 from ralphctl.engine.transcript_writer import TranscriptRecorder, TranscriptSummary
-from ralphctl.engine.unrecorded import has_journal, keep
+from ralphctl.engine.unrecorded import has_journal, keep, loop_state
 from ralphctl.store.errors import StoreError
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 
@@ -142,6 +147,7 @@ class _Start:
     recordable: bool
     spawned: bool = False
     begun: asyncio.Future[EventRecord] | None = None
+    messages: tuple[int, ...] = ()  # the seqs of the user's messages its prompt carries
 
 
 class LoopRunner:
@@ -186,6 +192,8 @@ class LoopRunner:
         self._progress = ProgressProbe(self.workdir)
         self._tracker = FreshTracker(self.workdir, loop.id) if config.tracker_template else None
         self._tracker_problem: str | None = None
+        self._budgets_warned: set[str] = set()  # budget_warning said (read back on resume)
+        self._inbox = Inbox(loop.id)
 
     @property
     def stored(self) -> bool:
@@ -238,7 +246,12 @@ class LoopRunner:
             )
             if decision.action is not Action.CONTINUE:
                 return await self._end(decision)
-            if await self._cooldown(self._pause_after(result)):
+            question = assessment.signals.question
+            if question is not None and self.config.on_question == "wait":
+                answered = await self._await_answer(question)
+                if answered is not None:
+                    return await self._end(answered)
+            elif await self._cooldown(self._pause_after(result)):
                 return await self._end(INTERRUPTED)
 
     # -- before an iteration: breaker, usage limits, calls per hour --------------------------
@@ -312,17 +325,51 @@ class LoopRunner:
         )
         return ended
 
+    async def _await_answer(self, question: str) -> Decision | None:
+        """``on_question = wait``: paused until the user tells the loop something (the answer
+        goes into the next prompt) or ``question_timeout`` passes (the agent then chooses a
+        safe default); None once it may go on, else why the loop ends instead."""
+        until = _now() + timedelta(seconds=self.config.question_timeout)
+        transition(self.loop.status, LoopStatus.PAUSED)
+        detail = f"waiting until {until:%Y-%m-%d %H:%M} UTC for an answer: {question}"
+        self.loop = await self._stored(
+            self.store.save_loop, replace(self.loop, status=LoopStatus.PAUSED, stop_detail=detail)
+        )
+        data = {"until": until.isoformat(), "reason": "question", "status": "paused"}
+        await self._publish(EventType.WAITING, data | {"question": question})
+        ended: Decision | None = None
+        answered = False
+        while ended is None and not answered and _now() < until:
+            left = (until - _now()).total_seconds()
+            if await self._sleep(min(left, WAIT_POLL_S)):
+                ended = INTERRUPTED
+            elif (signal := self.external()) is not None:
+                ended = evaluate(self._totals(), self.config.budgets, external=signal)
+            else:
+                answered = bool(await self._stored(self._inbox.pending, self.store))
+        transition(self.loop.status, LoopStatus.RUNNING)
+        self.loop = await self._stored(
+            self.store.save_loop, replace(self.loop, status=LoopStatus.RUNNING, stop_detail=None)
+        )
+        if answered:  # the answer replaces "no human is available"
+            self._notes = tuple(note for note in self._notes if note != NO_HUMAN_NOTE)
+        elif ended is None:
+            message = "no answer to the agent's question in time: it chooses a safe default"
+            await self._publish(EventType.WARNING, {"message": message})
+        return ended
+
     # -- one iteration -------------------------------------------------------------------
 
     async def _iteration(self, n: int) -> tuple[IterationResult, Assessment]:
         self._make_tracker()
-        prompt = self._prompt(n)
+        told = await self._stored(self._inbox.pending, self.store) if self.stored else []
+        prompt = self._prompt(n, [message.text for message in told])
         before = await self._progress.before() if self._git else None
         # The session id is recorded with the start: what the agent itself kept of a run whose
         # runner died can then be found (engine/usage_recovery).
         session_id = str(uuid.uuid4())
         started = IterationRecord(self.loop.id, n, _now(), agent_session_id=session_id)
-        start = _Start(started, self.stored)
+        start = _Start(started, self.stored, messages=tuple(m.seq for m in told))
         transcript = TranscriptRecorder(self.loop.id, n, self._store)
         agent = asyncio.create_task(self._run_agent(n, prompt, session_id, start, transcript))
         try:
@@ -331,6 +378,7 @@ class LoopRunner:
                 transcript.attach(self.store)
             result = await agent
         except AgentUnavailable as exc:
+            start.messages = ()  # no agent read them: still pending
             self._begin_iteration(start)
             failed = IterationResult(is_error=True, error_message=str(exc))
             await self._record(start, failed, None)
@@ -347,6 +395,7 @@ class LoopRunner:
                 self.workdir,
                 timeout_s=self.config.gate_timeout,
                 interrupt=self.control.interrupt,
+                confine=gate_confinement(self.config, self.workdir),
             )
         changed = None
         if before is not None:
@@ -385,21 +434,27 @@ class LoopRunner:
         if start.begun is not None:
             return
         start.begun = storethread.submit_delivering(
-            self.store, self._deliver_one, self._store_start, start.record
+            self.store, self._deliver_one, self._store_start, start.record, start.messages
         )
-        start.begun.add_done_callback(lambda begun: self._start_unstored(start.record, begun))
+        start.begun.add_done_callback(
+            lambda begun: self._start_unstored(start.record, start.messages, begun)
+        )
 
-    def _store_start(self, record: IterationRecord) -> EventRecord:
-        """On the store's thread: the iteration's start and its event."""
-        self.store.begin_iteration(record)
-        data = {"iteration": record.n}
-        return self.store.append_event(self.loop.id, str(EventType.ITERATION_STARTED), data)
+    def _store_start(self, record: IterationRecord, messages: tuple[int, ...]) -> EventRecord:
+        """On the store's thread: the iteration's start and its event, in one transaction."""
+        (stored,) = self.store.begin_iteration(record, [_started_event(record.n, messages)])
+        return stored
 
-    def _start_unstored(self, record: IterationRecord, begun: asyncio.Future[EventRecord]) -> None:
+    def _start_unstored(
+        self,
+        record: IterationRecord,
+        messages: tuple[int, ...],
+        begun: asyncio.Future[EventRecord],
+    ) -> None:
         """A start the store refused is kept, so that the iteration gets a record even if this
         runner dies now (its event, once stored, was published from the store's thread)."""
         if not begun.cancelled() and begun.exception() is not None:
-            keep(self.workdir, record, [_started_event(record.n)])
+            keep(self.workdir, record, [_started_event(record.n, messages)])
 
     async def _store_new_loop(self, start: _Start, agent: asyncio.Task[IterationResult]) -> None:
         """Open the store in a worker thread while the first agent runs; record the start."""
@@ -428,12 +483,14 @@ class LoopRunner:
             iteration=n,
             session_id=session_id,
             remaining_cost_usd=remaining(self._totals(), self.config.budgets).cost_usd,
+            prompt_path=prompt_path(self.loop.id, n, session_id),
         )
         command = self.adapter.build_command(request)
         command = replace(
             command,
             env={**command.env, "RALPHCTL_ITERATION": str(n), "RALPHCTL_LOOP_ID": self.loop.id},
         )
+        command = loop_command(command, self.config, self.workdir)
         return await run_agent(
             command,
             self.adapter.new_parser(),
@@ -447,9 +504,12 @@ class LoopRunner:
         )
 
     async def _checkpoint(self, n: int) -> None:
-        outcome = await create_checkpoint(self.workdir, n, branch=self.config.checkpoint_branch)
-        if not outcome.skipped:
-            self._progress.committed()  # the user's git hooks, if any, may have edited files
+        outcome = await create_checkpoint(
+            self.workdir,
+            n,
+            branch=self.config.checkpoint_branch,
+            staged=await self._progress.staged(),  # no hook runs: the files stay as they are
+        )
         if outcome.sha:
             await self._stored(
                 self.store.add_checkpoint, self.loop.id, n, outcome.sha, self._summary()
@@ -482,6 +542,7 @@ class LoopRunner:
         )
         events = iteration_events(done, result, self.loop, self.config.permission_mode)
         events += self._guard_events(done, result, assessment, was_open)
+        events += self._budget_events(done.n)
         events += output_events(done.n, result, transcript)
         begun = start.begun
         try:
@@ -496,8 +557,8 @@ class LoopRunner:
             )
         except StoreError:  # the run ends here; what the agent spent is kept for the next one
             if begun is None or begun.exception() is not None:
-                events = [_started_event(done.n), *events]
-            await asyncio.to_thread(keep, self.workdir, done, events)
+                events = [_started_event(done.n, start.messages), *events]
+            await asyncio.to_thread(keep, self.workdir, done, events, loop_state(self.loop))
             raise
         self._history.append(done)
         self._write_state()
@@ -523,6 +584,9 @@ class LoopRunner:
         if assessment.claimed and not assessment.completed:
             message = "completion claimed but a verification gate failed; the loop goes on"
             events.append((EventType.WARNING, {"iteration": n, "message": message}))
+        if (question := assessment.signals.question) is not None:
+            asked = {"iteration": n, "question": question, "on_question": self.config.on_question}
+            events.append((EventType.QUESTION, asked))
         for model in assessment.cost.unpriced:
             if model not in self._unpriced_warned:
                 self._unpriced_warned.add(model)
@@ -535,11 +599,25 @@ class LoopRunner:
             events.append((EventType.WARNING, {"iteration": n, "message": message}))
         return [(str(kind), data) for kind, data in events]
 
+    def _budget_events(self, n: int) -> list[tuple[str, dict[str, Any]]]:
+        """A ``budget_warning`` for each budget 80 % spent, once per budget and loop."""
+        found = budget_warnings(self._totals(), self.config.budgets, self._budgets_warned)
+        self._budgets_warned.update(warning["budget"] for warning in found)
+        return [(str(EventType.BUDGET_WARNING), {"iteration": n, **data}) for data in found]
+
     # -- loop lifecycle ------------------------------------------------------------------
 
     async def _begin(self) -> None:
         leftovers = await self._leftovers()
+        if leftovers.loop_state is not None:  # the journal's iteration was the newest
+            caught_up = leftovers.applied_to(self.loop)
+            self._breaker = breaker_from_dict(caught_up.breaker_state or {})
+            self._runtime_base = caught_up.runtime_s
         resumed = self.loop.started_at is not None
+        if resumed:
+            said = [str(EventType.BUDGET_WARNING)]
+            warned = await self._stored(self.store.events_of, self.loop.id, said)
+            self._budgets_warned = {str(event.data.get("budget")) for event in warned}
         if self.loop.status is LoopStatus.RATE_LIMITED and self.loop.rate_limited_until:
             self._parked_until = self.loop.rate_limited_until  # still waits after a restart
             self._parked_reason = self.loop.stop_detail or "rate limited"
@@ -573,6 +651,8 @@ class LoopRunner:
             await self._publish(EventType.WARNING, data)
         for message in ignored_settings(self.config, self.adapter):
             await self._publish(EventType.WARNING, {"message": message})
+        if unconfined := bypass_warning(self.config, self.adapter):
+            await self._publish(EventType.WARNING, {"message": unconfined})
         problem = check_state_file(self.workdir)
         if problem:
             await self._publish(EventType.WARNING, {"message": problem})
@@ -703,7 +783,7 @@ class LoopRunner:
             )
         return declared
 
-    def _prompt(self, n: int) -> str:
+    def _prompt(self, n: int, told: list[str]) -> str:
         last = self._history[-1] if self._history else None
         return build_prompt(
             PromptContext(
@@ -714,12 +794,14 @@ class LoopRunner:
                 marker=self.config.marker,
                 history=[
                     PastIteration(it.n, it.status, (it.duration_ms or 0) / 1000, it.output_summary)
-                    for it in self._history
+                    for it in self._history[-HISTORY_SHOWN:]  # what the prompt shows
                 ],
                 last_error=last.error_message if last and last.status != "ok" else None,
-                notes=self._notes,
+                # a message from the user may be the answer the note says nobody gives
+                notes=tuple(n for n in self._notes if not told or n != NO_HUMAN_NOTE),
                 tracker=None if self._tracker is None else self._tracker.relative,
                 continue_message=self.config.continue_message,
+                messages=told,
             )
         )
 
@@ -814,5 +896,9 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _started_event(n: int) -> tuple[str, dict[str, Any]]:
-    return str(EventType.ITERATION_STARTED), {"iteration": n}
+def _started_event(n: int, messages: tuple[int, ...] = ()) -> tuple[str, dict[str, Any]]:
+    """An iteration's start event: the seqs of the user's messages it delivers, if any."""
+    data: dict[str, Any] = {"iteration": n}
+    if messages:
+        data[DELIVERED_KEY] = list(messages)
+    return str(EventType.ITERATION_STARTED), data

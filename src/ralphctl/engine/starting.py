@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ralphctl.agents.base import AgentAdapter
-from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.config import AGENT_OPTIONS, LoopConfig
 from ralphctl.domain.states import LoopStatus
 from ralphctl.domain.workdirs import workdir_refusal
 from ralphctl.engine.loops import default_name, new_loop
@@ -82,10 +82,17 @@ class LoopPlan:
 
 
 def default_adapter(config: LoopConfig) -> AgentAdapter:
-    """The registry's adapter for ``config.agent``; ValueError for an unknown one."""
-    from ralphctl.agents.registry import adapter_for
+    """The registry's adapter for ``config.agent``, made with the settings its spec takes
+    (``AgentSpec.options``); ValueError for an unknown agent, or for an agent option
+    (``AGENT_OPTIONS``) given to an agent that does not take it."""
+    from ralphctl.agents.registry import adapter_for, spec_for
 
-    return adapter_for(config.agent, options={"script": config.script} if config.script else {})
+    taken = spec_for(config.agent).options
+    given = {name: getattr(config, name) for name in config.field_names()}
+    if stray := [name for name in AGENT_OPTIONS if given[name] is not None and name not in taken]:
+        raise ValueError(f"{', '.join(stray)}: not a setting of the {config.agent} agent")
+    options = {name: str(given[name]) for name in sorted(taken) if given.get(name) is not None}
+    return adapter_for(config.agent, options=options)
 
 
 def prepare_loop(request: LoopRequest, *, adapters: AdapterFactory = default_adapter) -> LoopPlan:

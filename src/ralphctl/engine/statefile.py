@@ -13,11 +13,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ralphctl.atomic import write_atomic
 from ralphctl.store.records import IterationRecord, LoopRecord
 
 STATE_VERSION = 1
 RALPH_DIR = ".ralph"
+#: The newest iterations the state file lists: it is rewritten after every iteration, so its
+#: size (and the CPU and I/O of each rewrite) stays bounded however long the loop runs. The
+#: store keeps every iteration (``ralphctl history``).
+STATE_HISTORY = 50
 
 
 def ralph_dir(workdir: Path) -> Path:
@@ -49,7 +55,10 @@ def check_state_file(workdir: Path) -> str | None:
 
 
 def render_state(loop: LoopRecord, iterations: Sequence[IterationRecord]) -> dict[str, Any]:
-    """The seed's state document, built from the database records (the source of truth)."""
+    """The seed's state document, built from the database records (the source of truth):
+    the loop, and its newest ``STATE_HISTORY`` iterations (``iterations`` is oldest first);
+    ``historyOmitted`` counts the older ones left out."""
+    shown = iterations[-STATE_HISTORY:]
     return {
         "version": STATE_VERSION,
         "loopId": loop.id,
@@ -60,6 +69,7 @@ def render_state(loop: LoopRecord, iterations: Sequence[IterationRecord]) -> dic
         "status": str(loop.status),
         "stopReason": None if loop.stop_reason is None else str(loop.stop_reason),
         "costUsd": round(loop.cost_usd, 6),
+        "historyOmitted": len(iterations) - len(shown),
         "history": [
             {
                 "iteration": it.n,
@@ -69,15 +79,17 @@ def render_state(loop: LoopRecord, iterations: Sequence[IterationRecord]) -> dic
                 "outputSummary": it.output_summary,
                 "markerFound": it.completion_signal_found,
             }
-            for it in iterations
+            for it in shown
         ],
     }
 
 
 def write_state(workdir: Path, document: dict[str, Any]) -> None:
-    """Replace the work dir's state file atomically (``ralphctl.atomic``)."""
+    """Replace the work dir's state file atomically (``ralphctl.atomic``). Encoded by orjson:
+    the document grows with every iteration, and the standard library's indenting encoder
+    (pure Python) took most of a run's CPU per iteration after a few dozen."""
     ralph_dir(workdir)
-    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    text = orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     write_atomic(state_path(workdir), text)
 
 

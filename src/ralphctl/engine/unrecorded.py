@@ -5,7 +5,9 @@ iteration's record (its agent's tokens, cost, status and session id) and its eve
 start of an iteration whose start was refused, are written to
 ``.ralph/unrecorded-<loop id>.json`` in the loop's work dir (atomically, ``ralphctl.atomic``).
 Whoever next takes the loop over (``engine/leftovers``) records them, exactly once: each is
-keyed by its loop id and iteration number, and the store skips one recorded already.
+keyed by its loop id and iteration number, and the store skips one recorded already. A finished
+iteration also keeps the loop's streaks as they were after it (``LOOP_STATE``: the error streak,
+the breaker, the runtime), so that the breaker and the runtime budget count it once recorded.
 
 Only ``os``, ``json`` and the records: the runner imports this on its start-up path.
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ralphctl.atomic import write_atomic
-from ralphctl.store.records import IterationRecord
+from ralphctl.store.records import IterationRecord, LoopRecord
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +32,8 @@ _TIMES = frozenset({"started_at", "completed_at", "agent_started_at"})
 _FIELDS = frozenset(f.name for f in fields(IterationRecord))
 
 Event = tuple[str, dict[str, Any]]
+#: What of the loop an iteration's record changes besides its totals, kept with it.
+LOOP_STATE = ("consecutive_errors", "breaker_state", "runtime_s")
 
 
 class JournalUnreadable(ValueError):
@@ -43,6 +47,7 @@ class Unrecorded:
 
     record: IterationRecord
     events: list[Event]
+    loop_state: dict[str, Any] | None = None  # LOOP_STATE after it (a finished one)
 
     @property
     def finished(self) -> bool:
@@ -59,9 +64,19 @@ def has_journal(workdir: str | os.PathLike[str], loop_id: str) -> bool:
     return journal_path(workdir, loop_id).exists()
 
 
-def keep(workdir: str | os.PathLike[str], record: IterationRecord, events: list[Event]) -> bool:
-    """Add ``record`` (replacing what was kept of its iteration) to the loop's journal; False,
-    logged, when even that file cannot be written."""
+def loop_state(loop: LoopRecord) -> dict[str, Any]:
+    """The loop's ``LOOP_STATE``, to keep with its newest iteration."""
+    return {name: getattr(loop, name) for name in LOOP_STATE}
+
+
+def keep(
+    workdir: str | os.PathLike[str],
+    record: IterationRecord,
+    events: list[Event],
+    state: dict[str, Any] | None = None,
+) -> bool:
+    """Add ``record`` (replacing what was kept of its iteration) with the loop's ``state``
+    after it to the loop's journal; False, logged, when even that file cannot be written."""
     path = journal_path(workdir, record.loop_id)
     try:
         kept = read_journal(workdir, record.loop_id)
@@ -70,7 +85,7 @@ def keep(workdir: str | os.PathLike[str], record: IterationRecord, events: list[
         kept = []
         _set_aside(path)
     entries = {entry.record.n: entry for entry in kept}
-    entries[record.n] = Unrecorded(record, events)
+    entries[record.n] = Unrecorded(record, events, state)
     document = {
         "version": VERSION,
         "loop_id": record.loop_id,
@@ -133,7 +148,10 @@ def _entry_json(entry: Unrecorded) -> dict[str, Any]:
         name: value.isoformat() if isinstance(value, datetime) else value
         for name, value in ((f, getattr(entry.record, f)) for f in sorted(_FIELDS))
     }
-    return {"record": record, "events": [[kind, data] for kind, data in entry.events]}
+    document = {"record": record, "events": [[kind, data] for kind, data in entry.events]}
+    if entry.loop_state is not None:
+        document["loop"] = entry.loop_state
+    return document
 
 
 def _entry(item: dict[str, Any], loop_id: str) -> Unrecorded:
@@ -149,4 +167,7 @@ def _entry(item: dict[str, Any], loop_id: str) -> Unrecorded:
     if record.loop_id != loop_id or not isinstance(record.n, int) or record.n < 1:
         raise ValueError(f"an entry of another loop or without an iteration number: {data!r}")
     events = [(str(kind), dict(event)) for kind, event in item["events"]]
-    return Unrecorded(record, events)
+    state = item.get("loop")
+    if state is not None and (not isinstance(state, dict) or set(state) != set(LOOP_STATE)):
+        raise ValueError(f"the loop's state after iteration {record.n} is not {LOOP_STATE}")
+    return Unrecorded(record, events, state)

@@ -201,7 +201,31 @@ class StopRun:
                 if not found.legacy:  # deleting the plugin's state file is its cancel
                     self._vanished(found.path)
                 return None
-        return Decided(tracker, fields, outcome, state.iteration, final_text)
+            delivered = self._deliver_messages(found, outcome)
+        return Decided(tracker, fields, outcome, state.iteration, final_text, delivered)
+
+    def _deliver_messages(self, found: Found, outcome: Outcome) -> list[int]:
+        """Move the user's waiting messages (``ralphctl tell``) into a block's continue
+        message; the seqs delivered. Under the tracker's lock; any trouble delivers none."""
+        from ralphctl.hook.stop import StopBlock
+
+        if found.legacy or not isinstance(outcome.intent, StopBlock):
+            return []
+        from ralphctl.hook.inbox import take
+
+        try:
+            waiting, problem = take(found.path)
+        except OSError as exc:
+            waiting, problem = [], f"cannot read the messages inbox ({exc})"
+        if problem:
+            warn(problem, self.project)
+        if not waiting:
+            return []
+        from ralphctl.domain.steering import section
+
+        lines = section([text for _, text in waiting])
+        outcome.intent.reason = outcome.intent.reason + "\n\n" + "\n".join(lines)
+        return [seq for seq, _ in waiting]
 
     def _vanished(self, path: str) -> None:
         warn(
@@ -233,13 +257,14 @@ class StopRun:
             stop_reason=None if ended is None else str(ended.reason),
             stop_detail="" if ended is None else ended.detail,
             config={key: after[key] for key in RECORDED_CONFIG if key in after},
+            messages=decided.messages,
         )
 
 
 class Decided:
     """A decided Stop: the tracker as read, its new fields, the outcome, what the agent said."""
 
-    __slots__ = ("before", "fields", "final_text", "iteration", "outcome")
+    __slots__ = ("before", "fields", "final_text", "iteration", "messages", "outcome")
 
     def __init__(
         self,
@@ -248,12 +273,14 @@ class Decided:
         outcome: Outcome,
         iteration: int,
         final_text: str,
+        messages: list[int],
     ) -> None:
         self.before = before
         self.fields = fields
         self.outcome = outcome
         self.iteration = iteration
         self.final_text = final_text
+        self.messages = messages  # the seqs of the user's messages the block delivered
 
 
 def _state(found: Found, tracker: Tracker, now: float) -> LoopState:

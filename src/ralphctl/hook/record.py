@@ -41,6 +41,7 @@ class StopRecord:
         "iteration_started_at",
         "loop_id",
         "loop_started_at",
+        "messages",
         "project",
         "session_id",
         "stop_detail",
@@ -67,6 +68,7 @@ class StopRecord:
         stop_reason: str | None = None,
         stop_detail: str = "",
         config: dict[str, Scalar] | None = None,
+        messages: list[int] | None = None,
     ) -> None:
         self.loop_id = loop_id
         self.project = project
@@ -83,6 +85,7 @@ class StopRecord:
         self.stop_reason = stop_reason
         self.stop_detail = stop_detail
         self.config = config or {}
+        self.messages = messages or []  # seqs of the user's messages the Stop's block delivered
 
     def to_json(self) -> dict[str, object]:
         """The record as JSON values (the summary cut to what the store keeps)."""
@@ -93,7 +96,8 @@ class StopRecord:
     @classmethod
     def from_json(cls, document: object) -> StopRecord:
         """The record ``to_json`` wrote; TypeError or ValueError for anything else."""
-        if not isinstance(document, dict) or set(document) != set(cls.__slots__):
+        # Records queued by an older hook have no ``messages``.
+        if not isinstance(document, dict) or set(document) | {"messages"} != set(cls.__slots__):
             raise ValueError(f"not a Stop record: {str(document)[:80]!r}")
         record = cls(**document)
         _check_types(record)
@@ -116,6 +120,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "stop_reason": (str, type(None)),
     "stop_detail": (str,),
     "config": (dict,),
+    "messages": (list,),
 }
 
 

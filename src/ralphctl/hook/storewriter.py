@@ -5,6 +5,9 @@ so no write reads the loop and puts it all back: the loop is created only if mis
 iteration is stored only once and moves the loop forward only while it is behind, and a loop
 gets its end only while it is still active (``Store.create_loop_once``,
 ``add_finished_iteration``, ``end_loop``). The stored loop ends in the tracker's state.
+An iteration that brings the loop to 80 % of its iterations or runtime bound carries a
+``budget_warning``, once per budget (the ones said are read back from the stored events);
+without a runner the Stop hook knows no cost or tokens, so those budgets are not warned of.
 
 Imports the store: run only in the history writer, never on the hook's decision path.
 """
@@ -16,9 +19,10 @@ import sys
 import time
 from contextlib import ExitStack
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from ralphctl.hook import spool
+from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.jsonio import loads
 from ralphctl.hook.log import warn
 from ralphctl.hook.record import SUMMARY_CHARS, StopRecord
@@ -157,10 +161,38 @@ def _iteration(store: Store, record: StopRecord, n: int, ended: datetime) -> Non
         "completion_signal_found": record.completed,
         "blocked_reason": record.blocked_reason,
     }
+    if record.messages:  # handed to the agent in this Stop's continue message
+        completed["messages"] = list(record.messages)
     events: list[tuple[str, dict[str, object]]] = [(EventType.ITERATION_COMPLETED, completed)]
     if record.completed:
         events.append((EventType.COMPLETION_SIGNAL_DETECTED, {"iteration": n}))
+    events += _budget_events(store, record, n)
     store.add_finished_iteration(done, advance, events)
+
+
+def _budget_events(store: Store, record: StopRecord, n: int) -> list[tuple[str, dict[str, object]]]:
+    """A ``budget_warning`` for each bound the loop is now 80 % through and was not warned of
+    (its iterations and runtime: the tracker's cost and tokens are a runner's)."""
+    from ralphctl.domain.budget_warnings import budget_warnings
+    from ralphctl.domain.events import EventType
+    from ralphctl.domain.stoprules import Budgets, Totals
+
+    bound, runtime = record.config.get("max_iterations"), record.config.get("max_runtime_s")
+    budgets = Budgets(
+        max_iterations=int(bound) if _number(bound) else None,
+        max_runtime_s=float(runtime) if _number(runtime) else None,
+    )
+    if budgets.max_iterations is None and budgets.max_runtime_s is None:
+        return []
+    said = store.events_of(record.loop_id, [str(EventType.BUDGET_WARNING)])
+    warned = {str(event.data.get("budget")) for event in said}
+    totals = Totals(iterations=n, runtime_s=max(0.0, record.ended_at - record.loop_started_at))
+    found = budget_warnings(totals, budgets, warned)
+    return [(str(EventType.BUDGET_WARNING), {"iteration": n, **data}) for data in found]
+
+
+def _number(value: Scalar) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _end(store: Store, record: StopRecord, stop_reason: str, ended: datetime) -> None:

@@ -11,7 +11,16 @@ from fastapi import FastAPI
 from ralphctl import __version__
 from ralphctl.engine.manager import LoopManager
 from ralphctl.server import ws
-from ralphctl.server.api import events, loops, metrics, prometheus, system, transcripts
+from ralphctl.server.api import (
+    events,
+    loops,
+    messages,
+    metrics,
+    notifications,
+    prometheus,
+    system,
+    transcripts,
+)
 from ralphctl.server.auth import RequireToken, TokenAuth
 from ralphctl.server.dashboard import mount_dashboard
 from ralphctl.server.errors import install_error_handlers
@@ -56,7 +65,8 @@ def create_app(store: Store, manager: LoopManager, token: str) -> FastAPI:
     app.state.store = store
     app.state.manager = manager
     app.state.telemetry = prometheus.Telemetry(store)
-    for module in (loops, events, metrics, prometheus, system, transcripts):
+    routers = (loops, messages, events, metrics, prometheus, system, transcripts, notifications)
+    for module in routers:
         declare_errors(module.router)
         app.include_router(module.router)
     app.add_api_websocket_route("/ws/events", ws.events_socket)

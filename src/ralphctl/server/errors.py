@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from ralphctl.domain.states import IllegalTransition
+from ralphctl.domain.steering import InvalidMessage
 from ralphctl.engine.manager import (
     ConcurrencyLimitReached,
     InvalidSpec,
@@ -23,6 +24,7 @@ from ralphctl.engine.manager import (
     ManagerClosing,
     UnsupportedControl,
 )
+from ralphctl.engine.steering import SteeringRefused
 from ralphctl.settings import ConfigError
 from ralphctl.store.errors import LoopNotFound, StoreError
 
@@ -38,6 +40,8 @@ STATUS_OF: dict[type[Exception], int] = {
     LoopAlreadyExists: status.HTTP_409_CONFLICT,
     UnsupportedControl: status.HTTP_409_CONFLICT,
     ConfigError: UNPROCESSABLE,
+    InvalidMessage: UNPROCESSABLE,
+    SteeringRefused: status.HTTP_409_CONFLICT,
     InvalidSpec: UNPROCESSABLE,
     ConcurrencyLimitReached: status.HTTP_429_TOO_MANY_REQUESTS,
     StoreError: status.HTTP_503_SERVICE_UNAVAILABLE,  # the database, not the request

@@ -77,6 +77,12 @@ class LoopCreate(BaseModel):
     )
     agent: str | None = Field(default=None, min_length=1)
     script: str | None = Field(default=None, description="The scripted agent's script.")
+    agent_command: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The command agent's command line: the prompt on stdin, or in {prompt} "
+        "or {prompt_file} (docs/agents/command.md).",
+    )
     max_iterations: Count | None = None
     max_runtime: PositiveDuration | None = None
     max_cost_usd: BudgetUsd | None = None
@@ -104,14 +110,19 @@ class LoopCreate(BaseModel):
         return workdir
 
     def overrides(self) -> dict[str, Any]:
-        """The loop settings this request gives, ``config`` first, the named fields over it."""
+        """The loop settings this request gives, ``config`` first, the named fields over it;
+        an ``agent_command`` without an agent means the command agent (as ``--agent-command``)."""
         named = self.model_dump(include=_BUDGET_FIELDS, exclude_none=True)
-        return {**self.config, **named}
+        settings = {**self.config, **named}
+        if "agent_command" in settings:
+            settings.setdefault("agent", "command")
+        return settings
 
 
 _BUDGET_FIELDS = {
     "agent",
     "script",
+    "agent_command",
     "max_iterations",
     "max_runtime",
     "max_cost_usd",
@@ -381,3 +392,33 @@ def events_json_schema() -> dict[str, Any]:
         ),
         **schema,
     }
+
+
+class DeliveryAttempt(BaseModel):
+    """One attempt to deliver a notification."""
+
+    at: datetime
+    ok: bool
+    detail: str = Field(description="HTTP status, exit status, or why it failed.")
+    duration_ms: int
+    skipped: bool = Field(description="Nothing to deliver to here (no notify-send).")
+
+
+class Notification(BaseModel):
+    """One event sent to one channel (docs/notifications.md), with its deliveries."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int = Field(description="Also sent as the X-Ralphctl-Delivery header.")
+    loop_id: str
+    event_seq: int = Field(description="The seq of the event it notifies.")
+    event: str = Field(description="The notification's event name (parked for a usage limit).")
+    channel: str = Field(description="webhook:URL, command:COMMAND or desktop.")
+    status: Literal["pending", "delivered", "failed", "skipped"]
+    attempts: int = Field(ge=0)
+    next_attempt_at: datetime
+    last_error: str | None
+    outcomes: list[DeliveryAttempt]
+    created_at: datetime
+    delivered_at: datetime | None
+    payload: dict[str, Any] = Field(description="The JSON body sent.")

@@ -205,11 +205,15 @@ class Store:
 
     # Iterations
 
-    def begin_iteration(self, iteration: IterationRecord) -> None:
-        """Record that an iteration started (status ``running``)."""
+    def begin_iteration(
+        self, iteration: IterationRecord, events: Sequence[tuple[str, dict[str, Any]]] = ()
+    ) -> list[EventRecord]:
+        """Record that an iteration started (status ``running``) and its ``events``, in one
+        transaction. Returns the stored events, for publishing."""
         values = _values(replace(iteration, status="running"))
         with self.transaction(f"record the start of iteration {iteration.n}") as conn:
             conn.execute(_INSERT_ITERATION, values)
+            return _insert_events(conn, iteration.loop_id, events)
 
     def complete_iteration(
         self,
@@ -276,13 +280,17 @@ class Store:
             return interrupted
 
     def record_unrecorded(
-        self, iteration: IterationRecord, events: Sequence[tuple[str, dict[str, Any]]] = ()
+        self,
+        iteration: IterationRecord,
+        events: Sequence[tuple[str, dict[str, Any]]] = (),
+        loop_state: Mapping[str, Any] | None = None,
     ) -> list[EventRecord] | None:
         """Record an iteration the store refused before (kept in ``engine/unrecorded``'s
         journal), exactly once, in one transaction: a finished one replaces its ``running``
-        row (or is added) with its events, and grows its loop's totals by what it spent; one
-        only begun is added as ``running``. Returns the stored events, or None (nothing
-        written) when the iteration is recorded already."""
+        row (or is added) with its events, and grows its loop's totals by what it spent, and
+        when it is the loop's newest its ``loop_state`` (streaks, breaker, runtime) becomes the
+        loop's; one only begun is added as ``running``. Returns the stored events, or None
+        (nothing written) when the iteration is recorded already."""
         n = iteration.n
         key = (iterations.c.loop_id == iteration.loop_id) & (iterations.c.n == n)
         finished = iteration.status != "running"
@@ -296,7 +304,11 @@ class Store:
             else:
                 return None
             if finished:
+                loop = loops.c.id == iteration.loop_id
+                newest = conn.execute(select(loops.c.iteration).where(loop)).scalar_one() < n
                 _grow_loop(conn, iteration)
+                if newest and loop_state:
+                    conn.execute(update(loops).where(loop).values(dict(loop_state)))
             return _insert_events(conn, iteration.loop_id, events)
 
     def iterations(self, loop_id: str) -> list[IterationRecord]:
@@ -334,6 +346,20 @@ class Store:
         query = select(events).where(events.c.seq > seq).order_by(events.c.seq).limit(limit)
         if loop_id is not None:
             query = query.where(events.c.loop_id == loop_id)
+        with self.transaction("read events") as conn:
+            return [EventRecord(**row._mapping) for row in conn.execute(query)]
+
+    def events_of(self, loop_id: str, types: Sequence[str], after: int = 0) -> list[EventRecord]:
+        """The loop's events of these types after seq ``after`` (0 for all), oldest first."""
+        query = (
+            select(events)
+            .where(
+                events.c.loop_id == loop_id,
+                events.c.event_type.in_(list(types)),
+                events.c.seq > after,
+            )
+            .order_by(events.c.seq)
+        )
         with self.transaction("read events") as conn:
             return [EventRecord(**row._mapping) for row in conn.execute(query)]
 

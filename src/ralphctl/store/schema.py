@@ -27,9 +27,10 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -187,4 +188,39 @@ transcript_chunks = Table(
     Column("data", LargeBinary, nullable=False),
     Column("raw_bytes", Integer, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+)
+
+# The notification outbox (``ralphctl.notify.outbox``): one row per (event, channel), enqueued
+# by a follower of ``events`` whose position is ``notification_cursor``; delivered by whichever
+# deliverer claims the row (``claim`` and ``claimed_until`` are its lease). ``event_seq`` has no
+# foreign key: event retention may delete the event before its notification is delivered.
+notifications = Table(
+    "notifications",
+    metadata,
+    Column("id", _SERIAL, Identity(), primary_key=True),
+    Column("loop_id", String, _loop_fk(), nullable=False),
+    Column("event_seq", BigInteger, nullable=False),
+    Column("event", String, nullable=False),
+    Column("channel", String, nullable=False),
+    Column("payload", _json(), nullable=False),
+    Column("status", String, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", UTCDateTime, nullable=False),
+    Column("claim", String),
+    Column("claimed_until", UTCDateTime),
+    Column("last_error", Text),
+    Column("outcomes", _json(), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("delivered_at", UTCDateTime),
+    UniqueConstraint("event_seq", "channel", name="uq_notifications_event_channel"),
+    Index("ix_notifications_status_next_attempt_at", "status", "next_attempt_at"),
+    sqlite_autoincrement=True,
+)
+
+# How far the outbox's follower has read ``events``: one row per follower name.
+notification_cursor = Table(
+    "notification_cursor",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("seq", BigInteger, nullable=False),
 )

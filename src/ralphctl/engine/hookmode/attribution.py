@@ -102,8 +102,13 @@ def spread(total: float, weights: Sequence[float]) -> list[float]:
     whole = sum(weights)
     if whole <= 0:
         return [0.0] * (len(weights) - 1) + [total]
-    shares = [total * weight / whole for weight in weights[:-1]]
-    return [*shares, max(0.0, total - sum(shares))]
+    shares, left = [], total
+    for weight in weights[:-1]:
+        # the fraction first: ``total * weight`` can round a subnormal weight up past ``whole``
+        share = min(left, total * (weight / whole))
+        shares.append(share)
+        left -= share
+    return [*shares, max(0.0, left)]
 
 
 def spread_int(total: int, weights: Sequence[int]) -> list[int]:

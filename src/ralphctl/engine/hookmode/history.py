@@ -1,5 +1,6 @@
 """The store side of a hook-mode loop: iterations begun and completed as the Stops come,
-settled against each ``claude`` run's reported totals, the loop's start and end, events.
+settled against each ``claude`` run's reported totals, the loop's start and end, events
+(a ``budget_warning`` once per budget 80 % spent, as a fresh loop says it).
 
 Writes are queued on the store's thread (``engine/storethread``), in order, as the Stops come:
 the event loop, which answers the session's hook (and, under ``serve``, every other loop and
@@ -21,18 +22,22 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+from ralphctl.domain.budget_warnings import budget_warnings
 from ralphctl.domain.conditions import Action, Decision
 from ralphctl.domain.config import LoopConfig
-from ralphctl.domain.costs import Cost
+from ralphctl.domain.costs import Cost, tokens_for_budget
 from ralphctl.domain.events import EventType
 from ralphctl.domain.model import IterationResult, PermissionDenial, TokenUsage
 from ralphctl.domain.states import LoopStatus, transition
+from ralphctl.domain.steering import DELIVERED_KEY, Message
+from ralphctl.domain.stoprules import Totals
 from ralphctl.engine import storethread
 from ralphctl.engine.hookmode.attribution import settle
 from ralphctl.engine.hookmode.usage import Usage
 from ralphctl.engine.record import iteration_events, loop_totals, summary
 from ralphctl.engine.runner import LoopObserver
 from ralphctl.engine.statefile import StateWriter, render_state
+from ralphctl.engine.steering import pending_messages
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 
 if TYPE_CHECKING:
@@ -79,6 +84,7 @@ class History:
         self._failure: Exception | None = None  # set on the store's thread
         self._failure_told = False
         self._last_write: asyncio.Future[Any] | None = None
+        self._warned: set[str] = set()  # the budgets a budget_warning was said of
 
     @property
     def workdir(self) -> Path:
@@ -98,10 +104,29 @@ class History:
             loop.tokens_input, loop.tokens_output, loop.tokens_cache_read, loop.tokens_cache_write
         )
 
+    def totals(self) -> Totals:
+        """What the loop has used so far, as its budgets count it."""
+        include_cache = self.config.count_cache_tokens
+        return Totals(
+            iterations=self.loop.iteration,
+            runtime_s=self.runtime(),
+            cost_usd=self.loop.cost_usd,
+            tokens=tokens_for_budget(self.tokens(), include_cache=include_cache),
+            consecutive_errors=self.loop.consecutive_errors,
+        )
+
+    async def pending(self) -> list[Message]:
+        """The user's messages no iteration has delivered yet (after every queued write)."""
+        return await self._stored(pending_messages, self.store, self.loop.id)
+
     async def begin_loop(self, data: dict[str, Any]) -> None:
         """The loop starts, or (paused before) resumes; StoreError if that cannot be stored."""
         transition(self.loop.status, LoopStatus.RUNNING)
         resumed = self.loop.started_at is not None
+        if resumed:  # what a runner before a pause warned of is not said again
+            said = [str(EventType.BUDGET_WARNING)]
+            warned = await self._stored(self.store.events_of, self.loop.id, said)
+            self._warned = {str(event.data.get("budget")) for event in warned}
         self.loop = await self._stored(
             self.store.save_loop,
             replace(
@@ -133,8 +158,9 @@ class History:
     def agent_ended(self) -> None:
         self._agent_pid = self._agent_started_at = None
 
-    def begin(self, n: int) -> None:
-        """Iteration ``n`` starts now."""
+    def begin(self, n: int, messages: list[int] | None = None) -> None:
+        """Iteration ``n`` starts now; ``messages``: the seqs of the user's messages its
+        continue message delivered."""
         started = IterationRecord(
             loop_id=self.loop.id,
             n=n,
@@ -144,7 +170,10 @@ class History:
         )
         self._write(self.store.begin_iteration, started)
         self.open = started
-        self.publish(EventType.ITERATION_STARTED, {"iteration": n})
+        data: dict[str, Any] = {"iteration": n}
+        if messages:
+            data[DELIVERED_KEY] = list(messages)
+        self.publish(EventType.ITERATION_STARTED, data)
 
     def complete(
         self,
@@ -192,6 +221,7 @@ class History:
         )
         self.loop = loop_totals(self.loop, done, runtime_s=self.runtime(), breaker=None)
         events = iteration_events(done, result, self.loop, self.config.permission_mode)
+        events += self._budget_events(done.n)
         self._write(self.store.complete_iteration, done, self.loop, events, publish=True)
         self.open = None
         self._run.append(done)
@@ -233,7 +263,7 @@ class History:
             "total_usd": loop.cost_usd,
             "settled_iterations": [it.n for it in settled],
         }
-        cost_event = [(str(EventType.COST_INCURRED), event)]
+        cost_event = [(str(EventType.COST_INCURRED), event), *self._budget_events(settled[-1].n)]
         self._write(self.store.complete_iteration, settled[-1], loop, cost_event, publish=True)
         numbers = {it.n: it for it in settled}
         self._all = [numbers.get(it.n, it) for it in self._all]
@@ -273,6 +303,12 @@ class History:
         if self._failure is not None:
             raise self._failure
         return self.loop
+
+    def _budget_events(self, n: int) -> list[tuple[str, dict[str, Any]]]:
+        """A ``budget_warning`` for each budget 80 % spent, once per budget and loop."""
+        found = budget_warnings(self.totals(), self.config.budgets, self._warned)
+        self._warned.update(warning["budget"] for warning in found)
+        return [(str(EventType.BUDGET_WARNING), {"iteration": n, **data}) for data in found]
 
     def save_loop(self, loop: LoopRecord) -> None:
         """The loop changed (parked, running again): queue its write."""

@@ -6,7 +6,9 @@ Claude Code ended the session by itself: after a block (its block cap) the sessi
 resumed with the loop's continue message; after an error (or without a Stop) the running
 iteration is recorded as an error and the session resumed after a back-off, until the
 circuit breaker's threshold of consecutive errors. A run ended by a usage limit is no error:
-the loop is parked until the limit resets, then the same session goes on (``parking``). Every
+the loop is parked until the limit resets, then the same session goes on (``parking``). With
+``on_question = wait`` a Stop that asks the user something ends the session's turn; the loop
+is paused until the answer, then the same session goes on with it (``answers``). Every
 resume is bounded by the budgets.
 
 A pause ends the session's turn at a Stop (or at once, interrupting it); the loop's next
@@ -27,11 +29,11 @@ from ralphctl.agents.process import run_agent
 from ralphctl.domain.backoff import backoff_delay
 from ralphctl.domain.conditions import Action, Decision, ExternalSignal, evaluate, remaining
 from ralphctl.domain.config import LoopConfig
-from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.model import IterationResult
 from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.domain.stoprules import Budgets, Totals
 from ralphctl.domain.usage_limits import UsageLimit
+from ralphctl.engine.hookmode.answers import Asked, answered_prompt, wait_for_answer
 from ralphctl.engine.hookmode.attribution import SessionTotals
 from ralphctl.engine.hookmode.guards import HookBreaker
 from ralphctl.engine.hookmode.history import History
@@ -44,6 +46,7 @@ from ralphctl.engine.hookmode.trackerfile import TrackerFile
 from ralphctl.engine.hookmode.usage import MeteredParser
 from ralphctl.engine.request import ignored_settings
 from ralphctl.engine.runner import INTERRUPTED, Interruption, LoopObserver, RunControl
+from ralphctl.engine.sandboxing import bypass_warning
 from ralphctl.engine.transcript_writer import SessionTranscripts
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.stop import BLOCK
@@ -103,6 +106,7 @@ class HookLoopRunner:
         self.history.on_failure = self.stops.recording_failed  # its writes are queued
         # A paused session's reported totals so far are what the loop has recorded.
         self._runs = SessionTotals(config.prices, self.history.tokens(), loop.cost_usd)
+        self._told: str | None = None  # the next run's prompt, if not the continue message
 
     @property
     def loop(self) -> LoopRecord:
@@ -121,6 +125,8 @@ class HookLoopRunner:
         )
         for message in ignored_settings(self.config, self.adapter):
             history.warn(message)
+        if unconfined := bypass_warning(self.config, self.adapter):
+            history.warn(unconfined)
         try:
             with listening_path(self.loop.id) as socket_path:
                 on_stop = self.stops.on_stop
@@ -133,11 +139,15 @@ class HookLoopRunner:
             return await history.end(decision)
         finally:
             fields = self.tracker.fields()
+            paused = self.loop.status is LoopStatus.PAUSED
             if fields is not None and fields.get("active") is True:  # no Stop hook goes on
-                if self.loop.status is LoopStatus.PAUSED:
+                if paused:
                     self.tracker.pause(iteration=self.loop.iteration)
                 else:
                     self.tracker.end(self.loop.stop_reason or StopReason.INTERRUPTED)
+            elif fields is not None and fields.get("paused") is True and not paused:
+                # ended while waiting for an answer: the session is not continued
+                self.tracker.end(self.loop.stop_reason or StopReason.INTERRUPTED, paused=False)
             self.breaker.close()
             await history.flush()
 
@@ -158,7 +168,8 @@ class HookLoopRunner:
             decision = await self._after_run(result, resume)
             if decision is not None:
                 return decision
-            prompt, resume = self.tracker.continue_message(), True
+            prompt, resume = self._told or self.tracker.continue_message(), True
+            self._told = None
 
     async def _run(self, prompt: str, resume: bool, socket_path: str) -> IterationResult:
         meter = MeteredParser(self.adapter.new_parser(), self.config.prices)
@@ -221,6 +232,8 @@ class HookLoopRunner:
             return INTERRUPTED
         if fields is None:
             return Decision(Action.STOP, StopReason.USER_STOP, "the loop's tracker was removed")
+        if stops.asked is not None:
+            return await self._after_question(stops.asked)
         if not active:
             return _ended_by_tracker(fields)
         if (trip := self.breaker.tripped) is not None:
@@ -246,6 +259,38 @@ class HookLoopRunner:
         self.tracker.update({"iteration": following, "last_decision": None})
         history.begin(following)
         return None
+
+    async def _after_question(self, asked: Asked) -> Decision | None:
+        """The session stopped at the agent's question (``on_question = wait``): the loop's
+        end, or None once answered (or timed out) to resume the session with the answer."""
+        decision = self._judged()
+        if decision is not None:
+            return decision
+        timeout = self.config.question_timeout
+        interrupt = self.control.interrupt
+        answer = await wait_for_answer(self.history, asked, timeout, interrupt, self.stops.external)
+        if interrupt.is_set():
+            return INTERRUPTED
+        if answer.signal is not None:
+            return _REQUESTED[answer.signal]
+        decision = self._judged()  # the runtime ran on meanwhile
+        if decision is not None:
+            return decision
+        told = {m.seq: m.text for m in answer.messages} | dict(self.tracker.take_inbox())
+        following = self.loop.iteration + 1
+        changes: dict[str, Scalar] = {"active": True, "paused": False, "last_decision": None}
+        self.tracker.update(changes | {"iteration": following})
+        self.history.begin(following, sorted(told))
+        texts = [told[seq] for seq in sorted(told)]
+        self._told = answered_prompt(self.tracker.continue_message(), asked, texts)
+        return None
+
+    def _judged(self) -> Decision | None:
+        """The loop's end if its breaker has tripped or a budget is spent, else None."""
+        if (trip := self.breaker.tripped) is not None:
+            return Decision(Action.STOP, StopReason.CIRCUIT_BREAKER, trip)
+        decision = evaluate(self._totals(), self._budgets())
+        return None if decision.action is Action.CONTINUE else decision
 
     def _capped(
         self, result: IterationResult, fields: dict[str, Scalar] | None, interrupted: bool
@@ -320,14 +365,7 @@ class HookLoopRunner:
         )
 
     def _totals(self) -> Totals:
-        include_cache = self.config.count_cache_tokens
-        return Totals(
-            iterations=self.loop.iteration,
-            runtime_s=self.history.runtime(),
-            cost_usd=self.loop.cost_usd,
-            tokens=tokens_for_budget(self.history.tokens(), include_cache=include_cache),
-            consecutive_errors=self.loop.consecutive_errors,
-        )
+        return self.history.totals()
 
     def _output_iteration(self) -> int:
         """The iteration the session's output belongs to: the open one; after the last Stop

@@ -19,6 +19,7 @@ from pathlib import Path
 from ralphctl.agents.base import AgentAdapter, AgentCommand, StopHook
 from ralphctl.domain.config import LoopConfig
 from ralphctl.engine.request import agent_request
+from ralphctl.engine.sandboxing import loop_command
 from ralphctl.hook.handler import SOCKET_ENV
 from ralphctl.plugin.layout import HOOK_TIMEOUT_S, PLUGIN_ID, Interpreter
 
@@ -69,4 +70,5 @@ def session_command(
     request = replace(request, resume=resume, stop_hook=stop_hook(config.max_iterations))
     command = adapter.build_command(request)
     env = {SOCKET_ENV: socket_path, "RALPHCTL_LOOP_ID": loop_id}
-    return replace(command, env={**command.env, **env})
+    command = replace(command, env={**command.env, **env})
+    return loop_command(command, config, workdir, visible=(Path(socket_path),))

@@ -4,7 +4,9 @@
 truth and a hook that could not reach the runner decides exactly as the runner would. Before
 deciding, the live cost and token totals go into the tracker, where the budgets are read.
 The answer is sent first; the iteration is recorded after it (``Reply.then``). A block's
-reason carries the notes a fresh loop's next prompt would (``notes``).
+reason carries the notes a fresh loop's next prompt would (``notes``). With
+``on_question = wait``, a Stop whose text asks the user something (and whose block brings no
+message of theirs) is allowed instead: the runner waits for the answer (``answers``).
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ from collections.abc import Callable
 from functools import partial
 
 from ralphctl.agents.events import AgentEvent
+from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.conditions import Action, Decision, ExternalSignal
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.costs import tokens_for_budget
+from ralphctl.domain.events import EventType
+from ralphctl.domain.questions import find_question
 from ralphctl.domain.states import StopReason
 from ralphctl.engine.hookmode.activity import ActivityLog
+from ralphctl.engine.hookmode.answers import Asked
 from ralphctl.engine.hookmode.guards import HookBreaker
 from ralphctl.engine.hookmode.history import History
 from ralphctl.engine.hookmode.notes import iteration_notes, with_notes
@@ -41,7 +47,8 @@ DECIDED_ALONE = "(decided by the Stop hook alone: the runner did not answer in t
 
 class Stops:
     """Decides and records one session's Stops. ``ended``: the decision that ended the loop;
-    ``paused``: a pause ended the session's turn; ``fatal``: a recording failure, raised by
+    ``paused``: a pause ended the session's turn; ``asked``: a question the loop waits to
+    have answered ended it (``on_question = wait``); ``fatal``: a recording failure, raised by
     the runner once the agent has stopped. ``external`` (the manager's requests and sentinel
     files) is asked at each Stop the loop would go on from; without it, ``.ralph/stop`` and
     ``.ralph/pause`` are read."""
@@ -67,6 +74,7 @@ class Stops:
         self.external = external or (lambda: read_sentinel(history.workdir))
         self.ended: Decision | None = None
         self.paused = False
+        self.asked: Asked | None = None
         self.fatal: Exception | None = None
         self.decided = 0  # Stops decided in the current claude run
         self._last: tuple[bytes, int] | None = None
@@ -78,6 +86,7 @@ class Stops:
     def new_run(self, meter: MeteredParser) -> None:
         """A new ``claude`` process of the session, metered by ``meter``."""
         self.meter, self._last, self.decided = meter, None, 0
+        self.asked = None
 
     def on_stop(self, request: StopRequest) -> Reply:
         """Decide one forwarded Stop (in the event loop: quick)."""
@@ -85,6 +94,8 @@ class Stops:
         if (session or request.session_id) != self.session.session_id:
             return NOT_OURS  # e.g. a nested claude: its own hook decides, as a standalone one
         if self.control.interrupt.is_set() or self.ended is not None or self.paused:
+            return ALLOW
+        if self.asked is not None:  # the turn ends at the question: the runner waits
             return ALLOW
         if self._last == (request.raw, self.meter.messages):
             return ALLOW  # the same Stop from a second copy of the hook: the first one decided
@@ -101,7 +112,14 @@ class Stops:
             elif (trip := self.breaker.tripped) is not None:
                 line = self._stop_now(record, StopReason.CIRCUIT_BREAKER, trip)
             else:
-                line = with_notes(line, iteration_notes(text or "", self.activity.current()))
+                notes = iteration_notes(text or "", self.activity.current())
+                if record.messages:  # the user's messages may answer what the note says not
+                    notes = [note for note in notes if note != NO_HUMAN_NOTE]
+                question = None if record.messages else self._waited_for(text or "")
+                if question is not None:
+                    line = self._ask_now(record, question, notes)
+                else:
+                    line = with_notes(line, notes)
         then = partial(self._record_safely, record, self.meter.take(), text or "")
         return Reply(decided=True, line=line, then=then)
 
@@ -148,13 +166,18 @@ class Stops:
             denials=activity.denials,
         )
         self.breaker.judge(n, activity.result(text))
+        if record is not None and (question := find_question(text)) is not None:
+            waits = self.asked is not None and self.asked.iteration == n
+            on_question = "wait" if waits else "continue"
+            asked = {"iteration": n, "question": question, "on_question": on_question}
+            history.publish(EventType.QUESTION, asked)
         self._warn_unpriced()
         if record is None:
             return  # no active loop any more (cancelled): the session ends now
         if record.stop_reason is not None:
             self.ended = Decision(Action.STOP, StopReason(record.stop_reason), record.stop_detail)
-        elif not self.paused:
-            history.begin(history.loop.iteration + 1)
+        elif not self.paused and self.asked is None:
+            history.begin(history.loop.iteration + 1, record.messages)
 
     def _catch_up(self, n: int) -> None:
         """Make ``n`` the open iteration, recording the ones before it as decided alone."""
@@ -187,6 +210,20 @@ class Stops:
         self.tracker.pause(iteration=n)
         self.paused = True
         return json.dumps({"systemMessage": f"Ralph loop paused at iteration {n}."})
+
+    def _waited_for(self, text: str) -> str | None:
+        """The question in ``text`` the loop waits to have answered, if it waits for one."""
+        return find_question(text) if self.config.on_question == "wait" else None
+
+    def _ask_now(self, record: StopRecord, question: str, notes: list[str]) -> str:
+        """Turn the block just decided into the end of the session's turn: the loop waits
+        for the user's answer to ``question`` (the runner, once the process has ended)."""
+        n = record.iteration
+        assert n is not None, "a decided Stop has an iteration"
+        self.tracker.pause(iteration=n)
+        self.asked = Asked(n, question, tuple(notes))
+        message = f"Ralph loop waiting for an answer to its question at iteration {n}."
+        return json.dumps({"systemMessage": message})
 
     def _warn_unpriced(self) -> None:
         for model in sorted(self.meter.unpriced - self._unpriced):

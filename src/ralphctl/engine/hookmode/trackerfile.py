@@ -9,6 +9,9 @@ from ralphctl.domain import defaults
 from ralphctl.domain.states import StopReason
 from ralphctl.hook.clock import iso
 from ralphctl.hook.frontmatter import Scalar
+from ralphctl.hook.inbox import take
+from ralphctl.hook.lock import FileLock
+from ralphctl.hook.paths import lock_for
 from ralphctl.hook.state import CorruptTracker, loop_state
 from ralphctl.hook.tracker import TrackerError, load, update_fields
 
@@ -44,6 +47,18 @@ class TrackerFile:
         """Deactivate it for a pause: no Stop hook continues the session meanwhile."""
         paused: dict[str, Scalar] = {"active": False, "paused": True, "last_decision": "allow"}
         self.update(paused | changes)
+
+    def take_inbox(self) -> list[tuple[int, str]]:
+        """Empty the session's inbox of the user's messages (``hook.inbox``, under the
+        tracker's lock): their seqs and texts, oldest first."""
+        try:
+            with FileLock(lock_for(self.path)):
+                waiting, problem = take(self.path)
+        except OSError as exc:
+            waiting, problem = [], f"cannot read the messages inbox: {exc}"
+        if problem:
+            self._warn(problem)
+        return waiting
 
     def continue_message(self) -> str:
         """What a resumed session is told: the loop's continue message, as a block says it."""

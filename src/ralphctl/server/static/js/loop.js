@@ -1,4 +1,5 @@
-// One loop: budgets, controls, charts, iteration timeline, event log, errors, checkpoints.
+// One loop: budgets, controls, messages to its agent, charts, iteration timeline, event log,
+// errors, checkpoints.
 
 import { api, follow } from "./api.js";
 import { barChart, lineChart, timeline } from "./charts.js";
@@ -24,12 +25,17 @@ export function mount(root, { id, onStatus, onError }) {
   const log = h("ol", { class: "log", reversed: true });
   const errors = h("tbody");
   const checkpoints = h("tbody");
+  const messages = h("ol", { class: "messages" });
+  const messageText = h("textarea", { name: "text", rows: 2, required: true, maxlength: 8000, placeholder: "Tell the agent something: it reads it in its next iteration (or takes it as the answer to its question)." });
+  const messageForm = h("form", { class: "tell", "data-form": "tell", onsubmit: (event) => { event.preventDefault(); tell(); } },
+    messageText, h("button", { type: "submit" }, "Send"));
   const table = (heads, body) => h("table", {}, h("thead", {}, h("tr", {}, ...heads.map((c) => h("th", {}, c)))), body);
   let running = new Set(); // the iterations running, as last listed
   const transcript = transcriptView({ loopId: id, isRunning: (n) => running.has(n), onError });
   root.replaceChildren(
     header,
     controls,
+    h("section", { class: "steering" }, h("h2", {}, "Messages"), messageForm, messages),
     charts,
     h("h2", {}, "Iterations"),
     strip,
@@ -58,15 +64,39 @@ export function mount(root, { id, onStatus, onError }) {
         h("dt", {}, "elapsed"), h("dd", {}, elapsed(loop)),
         h("dt", {}, "agent"), h("dd", {}, `${loop.agent} (${loop.mode})`),
         h("dt", {}, "work dir"), h("dd", { class: "path" }, loop.workdir),
-        loop.stop_reason ? [h("dt", {}, "stopped by"), h("dd", {}, loop.stop_reason, loop.stop_detail ? ` — ${loop.stop_detail}` : "")] : null),
+        loop.stop_reason ? [h("dt", {}, "stopped by"), h("dd", {}, loop.stop_reason, loop.stop_detail ? ` — ${loop.stop_detail}` : "")] : null,
+        !loop.stop_reason && loop.stop_detail ? [h("dt", {}, "waiting"), h("dd", { "data-fact": "waiting" }, loop.stop_detail)] : null),
       h("details", {}, h("summary", {}, "task"), h("pre", { class: "task" }, loop.task)),
     );
+    for (const field of messageForm.elements) field.disabled = loop.status === "completed";
     controls.replaceChildren(
       ...CONTROLS.map(({ action, label, when, hookWhen }) => {
         const allowed = loop.mode === "hook" && hookWhen ? hookWhen : when;
         const disabled = !allowed.includes(loop.status);
         return h("button", { type: "button", "data-action": action, disabled, onclick: () => control(action) }, label);
       }),
+    );
+  }
+
+  async function tell() {
+    const text = messageText.value.trim();
+    if (!text) return;
+    try {
+      await api(`/api/loops/${loop.id}/messages`, { method: "POST", body: { text, sender: "dashboard" } });
+      messageText.value = "";
+      reload("messages");
+    } catch (error) {
+      onError(error);
+    }
+  }
+
+  function showMessages(list) {
+    messages.replaceChildren(
+      ...list.map((m) =>
+        h("li", { "data-message": m.seq, "data-delivered": String(m.delivered) },
+          h("time", {}, time(m.at)), " ", h("b", {}, m.sender), " ",
+          h("span", { class: "muted" }, m.delivered ? `→ iteration ${m.iteration}` : "pending"), " ",
+          h("span", { class: "text" }, m.text))),
     );
   }
 
@@ -116,6 +146,7 @@ export function mount(root, { id, onStatus, onError }) {
     body.replaceChildren(...(rows.length ? rows : [h("tr", {}, h("td", { class: "muted", colspan: 4 }, "none"))]));
   const loaders = {
     loop: async () => showLoop(await api(`/api/loops/${id}`)),
+    messages: async () => showMessages(await api(`/api/loops/${id}/messages`)),
     iterations: async () => showIterations(await api(`/api/loops/${id}/iterations`)),
     errors: async () =>
       showTable(errors, (await api(`/api/loops/${id}/errors`)).reverse().map((e) =>
@@ -141,6 +172,7 @@ export function mount(root, { id, onStatus, onError }) {
     while (log.childElementCount > LOG_SIZE) log.lastElementChild.remove();
     reload("loop");
     if (event.event_type.startsWith("iteration")) reload("iterations");
+    if (event.event_type === "message" || event.event_type === "iteration_started") reload("messages");
     if (event.event_type === "error") reload("errors");
     if (event.event_type === "checkpoint_created") reload("checkpoints");
   }
@@ -148,7 +180,7 @@ export function mount(root, { id, onStatus, onError }) {
   let stream = null;
   loaders.loop()
     .then(() => {
-      for (const part of ["iterations", "errors", "checkpoints"]) reload(part);
+      for (const part of ["iterations", "messages", "errors", "checkpoints"]) reload(part);
       stream = follow({
         loopId: loop.id,
         since: 0,

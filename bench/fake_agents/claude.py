@@ -6,7 +6,7 @@ progress as a working agent would) and prints the stream a real one-turn session
 ``system/init``, an assistant text, a ``Write`` tool use and its result, a closing text and
 the ``result`` line with the run's usage and cost. It never claims completion.
 
-    RALPHCTL_CLAUDE_BIN=bench/fake_claude.py ralphctl run --task ... (run by bench/overhead.py)
+    RALPHCTL_CLAUDE_BIN=bench/fake_agents/claude.py ralphctl run --task ...   (bench/overhead.py)
 """
 
 from __future__ import annotations

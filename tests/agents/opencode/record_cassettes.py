@@ -1,0 +1,58 @@
+"""Record the real OpenCode CLI's stdout for each scenario into the cassettes folder.
+
+Run from the repository root: ``.venv/bin/python -m tests.agents.opencode.record_cassettes
+[NAME…]``. Each ``<name>.jsonl`` gets a sidecar ``<name>.json`` with the argv, the exit code,
+the stderr tail and what the scenario shows.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a path: make ``tests`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from tests.agents.opencode.harness import (
+    INSTALL_HINT,
+    VERSION,
+    OpencodeRun,
+    RealOpencode,
+    opencode_binary,
+    real_opencode_session,
+)
+from tests.agents.opencode.scenarios import SCENARIOS, Scenario
+from tests.agents.recording import chosen_names, require_binary, save_run
+
+CASSETTES = Path(__file__).resolve().parents[1] / "cassettes" / "opencode"
+
+
+def record(scenario: Scenario, opencode: RealOpencode) -> OpencodeRun:
+    run = scenario.play(opencode.in_project(opencode.project.parent / scenario.name))
+    save_run(
+        CASSETTES,
+        scenario.name,
+        scenario.shows,
+        run,
+        stdout_suffix=".jsonl",
+        program="opencode",
+        version=("opencode_version", VERSION),
+        extra={"env": dict(scenario.env)},
+    )
+    return run
+
+
+def main(names: list[str]) -> int:
+    binary = require_binary(opencode_binary(), INSTALL_HINT)
+    chosen = chosen_names(names, SCENARIOS)
+    CASSETTES.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as root, real_opencode_session(binary, Path(root)) as oc:
+        for name in chosen:
+            run = record(SCENARIOS[name], oc)
+            print(f"{name}: exit {run.exit_code}, {len(run.events)} lines")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
