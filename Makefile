@@ -27,8 +27,12 @@ lint: $(INSTALLED)
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
+# Two pytest-xdist workers (PYTEST_WORKERS=0 runs in one process); a test file stays on one
+# worker, so a module's fixtures (a mock API, a real CLI's homes) are set up once.
+PYTEST_WORKERS ?= 2
+
 unit: $(INSTALLED)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 # The longer variants of the reliability tests (kill -9 matrix, hook fuzz, parallel Stops,
 # schemathesis): only the tests marked `reliability`, their counts scaled up.

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,33 @@ from tests.reliability import figures as reliability_figures
 pytest_plugins = ["tests.realcli.fixtures"]
 
 FAKE_CLAUDE = Path(__file__).with_name("hookmode") / "fake_claude.py"
+FIGURES_KEY = "reliability_figures"
+COLUMNS_KEY = "controller_columns"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """The controller tells each pytest-xdist worker its ``COLUMNS`` (see pytest_configure)."""
+    node.workerinput[COLUMNS_KEY] = os.environ.get("COLUMNS")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """A pytest-xdist worker runs its tests as a serial run would: it takes a numbered temp dir
+    of its own, not one inside the controller's (``.../pytest-N/popen-gw0``), so paths are as
+    long as in a serial run (a Unix socket path holds ~100 bytes); and it drops the
+    ``COLUMNS=80`` its process starts with when the controller had none (the CLI's tables are
+    then 160 columns wide, as when piped)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return
+    if config.known_args_namespace.basetemp is None:
+        config.option.basetemp = None
+    columns = workerinput.get(COLUMNS_KEY)
+    if columns is None:
+        os.environ.pop("COLUMNS", None)
+    else:
+        os.environ["COLUMNS"] = columns
 
 
 @pytest.fixture(scope="session")
@@ -29,8 +57,23 @@ def figures() -> Callable[[reliability_figures.Figure], None]:
     return reliability_figures.record
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist a worker hands its figures to the controller, which prints them."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[FIGURES_KEY] = [asdict(f) for f in reliability_figures.RECORDED]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """The controller gathers the figures of a pytest-xdist worker that finished."""
+    output = getattr(node, "workeroutput", {})
+    for fields in output.get(FIGURES_KEY, []):
+        reliability_figures.record(reliability_figures.Figure(**fields))
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The reliability figures recorded in this run, as one table."""
+    """The reliability figures recorded in this run (by every worker), as one table."""
     if not reliability_figures.RECORDED:
         return
     terminalreporter.write_sep("=", "reliability figures")

@@ -76,3 +76,44 @@ def test_each_contract_is_broken_by_its_planted_import(tmp_path: Path):
     for where, statement in PLANTED.values():
         importer = "ralphctl." + where.removesuffix(".py").replace("/", ".")
         assert f"{importer} -> {statement.removeprefix('import ')}" in report
+
+
+def test_a_run_on_a_current_sqlite_database_never_imports_sqlalchemy(tmp_path: Path):
+    """Issue 9's fixed cost of a run: importing SQLAlchemy (about 200 ms of CPU) would hold up
+    the recording of the first iteration; a run on a SQLite database at the head revision goes
+    through ``store/sqlite_direct``. Only creating or upgrading a database imports it."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    for git in (["init", "-q"], [*identity, "commit", "-q", "--allow-empty", "-m", "start"]):
+        subprocess.run(["git", *git], cwd=workdir, check=True, capture_output=True, timeout=30)
+    claude = tmp_path / "claude"  # the benchmarks' fake, isolated from PYTHON* variables
+    fake = ROOT / "bench" / "fake_agents" / "claude.py"
+    claude.write_text(f'#!/bin/sh\nexec "{sys.executable}" -I "{fake}" "$@"\n')
+    claude.chmod(0o755)
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RALPHCTL_")}
+    env |= {
+        "RALPHCTL_CLAUDE_BIN": str(claude),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "PYTHONPROFILEIMPORTTIME": "1",
+    }
+    run = [sys.executable, "-m", "ralphctl", "run", "Note your progress.", "-C", str(workdir)]
+    run += ["--max-iterations", "1", "--cooldown", "0"]
+
+    def imported_by_a_run() -> set[str]:
+        done = subprocess.run(
+            run, check=False, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 1, done.stderr[-2000:]  # 1: the iteration budget ended it
+        lines = done.stderr.splitlines()
+        return {
+            line.rpartition("|")[2].strip() for line in lines if line.startswith("import time:")
+        }
+
+    first = imported_by_a_run()  # creates the database: Alembic's work
+    again = imported_by_a_run()
+
+    assert {"sqlalchemy", "alembic"} <= first
+    assert "ralphctl.engine.runner" in again
+    assert not {name for name in again if name.split(".")[0] in {"sqlalchemy", "alembic"}}

@@ -102,6 +102,7 @@ def test_a_completed_loop_exits_0_and_prints_a_json_summary(env, workdir):
     ],
 )
 def test_exit_codes_follow_the_stop_reason(env, workdir, step, extra, code, status):
+    (workdir / "ralphctl.toml").write_text('[loops.defaults]\nerror_backoff_cap = "0s"\n')
     result = scripted_run(workdir, env, step, extra=extra)
     assert result.returncode == code, result.stderr
     assert json.loads(result.stdout)["status"] == status

@@ -16,9 +16,8 @@ from typer.testing import CliRunner, Result
 from ralphctl.agents import registry
 from ralphctl.agents.install import install
 from ralphctl.cli.app import app
-from ralphctl.engine.doctor import head_revision
 from ralphctl.store.repository import Store
-from ralphctl.store.schema import HEAD_REVISION
+from ralphctl.store.revision import HEAD_REVISION
 from tests.agents.installers import SPEC, use_fake_agent
 
 
@@ -132,10 +131,6 @@ def test_a_database_in_use_shows_its_migration_level(
     assert checks(report)["database"]["detail"].endswith(f"migration {HEAD_REVISION} (current)")
 
 
-def test_the_head_revision_is_read_without_sqlalchemy_and_agrees() -> None:
-    assert head_revision() == HEAD_REVISION
-
-
 def test_a_work_dir_outside_git_is_a_warning_not_a_failure(home: Path, tmp_path: Path) -> None:
     install(SPEC)
     plain = tmp_path / "plain"
@@ -169,3 +164,37 @@ def test_doctor_is_fast(home: Path, repo: Path) -> None:
 
     assert code == 0
     assert time.monotonic() - started < 2.0
+
+
+def test_the_plugin_checks_show_each_agents_install_state(
+    home: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from ralphctl.plugin.installer import install as install_plugin
+    from ralphctl.plugin.layout import Interpreter
+    from ralphctl.plugin.scopes import Scope
+    from ralphctl.plugin.targets import target
+
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(home / "gemini-home"))
+    gemini = target("gemini").plan(Scope.PROJECT, repo, Interpreter(sys.executable), "0")
+    install_plugin(gemini)
+
+    _, report = diagnosis("-C", str(repo), "--agent", "fakeagent")
+
+    found = checks(report)
+    assert found["claude plugin"]["status"] == "info"
+    assert (
+        found["claude plugin"]["fix"] == "ralphctl plugin install --agent claude [--scope project]"
+    )
+    assert found["gemini plugin (project)"] == {
+        "name": "gemini plugin (project)",
+        "status": "ok",
+        "detail": "installed, ralphctl 0",
+        "fix": None,
+    }
+    assert "gemini plugin" not in found  # installed somewhere: no "not installed" line
+    states = {(entry["agent"], entry["scope"]): entry["installed"] for entry in report["plugins"]}
+    assert states[("gemini", "project")] is True
+    assert states[("gemini", "user")] is False
+    assert states[("claude", "user")] is False

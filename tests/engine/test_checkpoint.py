@@ -1,6 +1,7 @@
 import asyncio
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -392,3 +393,106 @@ def test_a_branch_needs_a_valid_new_name(repo):
 def test_a_commit_exists_only_in_its_repository(repo):
     assert asyncio.run(commit_exists(repo, git(repo, "rev-parse", "HEAD")))
     assert not asyncio.run(commit_exists(repo, "0" * 40))
+
+
+# -- what a checkpoint costs -----------------------------------------------------------------
+
+FAKE_GPG = """#!/bin/sh
+cat > /dev/null
+echo '[GNUPG:] SIG_CREATED ' >&2
+printf -- '-----BEGIN PGP SIGNATURE-----\\n\\nfake\\n-----END PGP SIGNATURE-----\\n'
+"""
+
+
+def git_commands(monkeypatch) -> list[tuple[str, ...]]:
+    """The git commands the checkpoints run, in order."""
+    calls: list[tuple[str, ...]] = []
+    real = checkpoint._git
+
+    async def counting(workdir, *args, env=None):
+        calls.append(args)
+        return await real(workdir, *args, env=env)
+
+    monkeypatch.setattr(checkpoint, "_git", counting)
+    return calls
+
+
+def test_a_run_asks_git_once_whether_to_sign_and_signs_every_checkpoint(repo, monkeypatch):
+    gpg = repo.parent / "fake-gpg"
+    gpg.write_text(FAKE_GPG)
+    gpg.chmod(0o755)
+    git(repo, "config", "gpg.program", str(gpg))
+    git(repo, "config", "commit.gpgSign", "true")
+    calls = git_commands(monkeypatch)
+    signing = checkpoint.CommitSigning()
+
+    for n in (5, 10):
+        (repo / "a.txt").write_text(f"iteration {n}\n")
+        assert asyncio.run(create_checkpoint(repo, n, signing=signing)).sha is not None
+
+    assert [call[0] for call in calls].count("config") == 1
+    for commit in ("HEAD", "HEAD~1"):
+        assert "gpgsig -----BEGIN PGP SIGNATURE-----" in git(repo, "cat-file", "-p", commit)
+
+
+def test_a_checkpoint_of_a_staged_tree_runs_four_git_commands(repo, tmp_path, monkeypatch):
+    (repo / "a.txt").write_text("a\n")
+    staged = stage_privately(repo, tmp_path.parent / (tmp_path.name + "-private"))
+    calls = git_commands(monkeypatch)
+
+    asyncio.run(create_checkpoint(repo, 5, staged=staged))
+
+    assert [call[0] for call in calls] == ["rev-parse", "config", "commit-tree", "update-ref"]
+
+
+def test_a_tree_still_being_written_is_awaited_beside_the_head_lookup(repo, tmp_path):
+    (repo / "a.txt").write_text("a\n")
+    staged = stage_privately(repo, tmp_path.parent / (tmp_path.name + "-private"))
+
+    async def written_meanwhile() -> StagedTree:
+        await asyncio.sleep(0.05)
+        return staged
+
+    outcome = asyncio.run(create_checkpoint(repo, 5, staged=written_meanwhile()))
+
+    assert outcome.sha == git(repo, "rev-parse", "HEAD")
+    assert git(repo, "rev-parse", "HEAD^{tree}") == staged.tree
+
+
+def test_a_failed_head_lookup_still_waits_for_the_tree_being_written(repo, monkeypatch):
+    written: list[str] = []
+
+    async def head_fails(workdir):
+        raise checkpoint.GitError("git rev-parse failed: broken")
+
+    async def tree_written_later() -> None:
+        await asyncio.sleep(0.05)
+        written.append("tree")
+
+    monkeypatch.setattr(checkpoint, "_head", head_fails)
+    outcome = asyncio.run(create_checkpoint(repo, 5, staged=tree_written_later()))
+
+    assert outcome.error == "git rev-parse failed: broken"
+    assert written == ["tree"]  # no git of the probe's still runs on its index
+
+
+def test_a_missing_git_is_an_error_not_a_crash(repo, monkeypatch):
+    monkeypatch.setenv("PATH", str(repo / "no-such-dir"))
+    outcome = asyncio.run(create_checkpoint(repo, 5))
+    assert outcome.sha is None
+    assert "cannot run git" in (outcome.error or "")
+
+
+def test_a_git_that_hangs_is_stopped_and_reported(repo, monkeypatch):
+    bin_dir = repo.parent / "slow-bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text("#!/bin/sh\nexec sleep 30\n")
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(checkpoint, "GIT_TIMEOUT_S", 0.2)
+    started = time.monotonic()
+
+    outcome = asyncio.run(create_checkpoint(repo, 5))
+
+    assert "timed out" in (outcome.error or "")
+    assert time.monotonic() - started < 5

@@ -105,6 +105,50 @@ def test_the_tree_after_one_iteration_is_the_tree_before_the_next_without_runnin
     assert len(git_calls) == runs
 
 
+def test_a_look_that_finds_nothing_new_leaves_the_private_index_as_it_was(
+    repo: Path, probe: ProgressProbe
+):
+    """(Files changed within a second of an index write are "racily clean": git then checks
+    their content and writes the index again, which keeps every change seen.)"""
+    past = time.time() - 10
+    for path in (repo / "a.txt", repo / ".gitignore"):
+        os.utime(path, (past, past))
+    tree(probe.before())
+    (repo / "a.txt").write_text("changed\n")
+    os.utime(repo / "a.txt", (past, past))
+    tree(probe.after())
+    (index,) = repo.parent.glob("ralphctl-progress-*/index")
+    written = index.stat()
+    probe.forget()
+    tree(probe.before())
+    now = index.stat()
+    assert (now.st_ino, now.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+
+
+def test_at_the_top_of_the_work_tree_git_add_gets_no_pathspec_to_match(
+    repo: Path, probe: ProgressProbe, git_calls: list[tuple[str, ...]]
+):
+    tree(probe.before())
+    (repo / "a.txt").write_text("changed\n")
+    tree(probe.after())
+    assert [call for call in git_calls if call[0] == "add"] == [("add", "-A"), ("add", "-A", "-v")]
+
+
+def test_in_a_subdirectory_only_its_own_files_are_progress(repo: Path):
+    sub = repo / "pkg"
+    sub.mkdir()
+    (sub / "mod.py").write_text("x = 1\n")
+    probe = ProgressProbe(sub)
+    try:
+        before = tree(probe.before())
+        (repo / "a.txt").write_text("changed outside\n")
+        assert tree(probe.after()) == before
+        (sub / "mod.py").write_text("x = 2\n")
+        assert tree(probe.after()) != before
+    finally:
+        probe.close()
+
+
 def test_a_forgotten_tree_is_taken_again_and_sees_what_changed_meanwhile(
     repo: Path, probe: ProgressProbe
 ):
@@ -325,7 +369,7 @@ def test_a_new_loop_asks_git_once_where_its_repository_is(
 
     asyncio.run(LoopRunner(lambda: Store.open(url), adapter, loop, config).run())
 
-    where = ("rev-parse", "--is-inside-work-tree", "--git-path", "index")
+    where = ("rev-parse", "--is-inside-work-tree", "--show-prefix", "--git-path", "index")
     assert [call for call in git_calls + checkpoint_calls if call[0] == "rev-parse"] == [where]
 
 

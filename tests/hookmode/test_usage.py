@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from ralphctl.agents.claude import ClaudeStreamParser
-from ralphctl.domain.costs import DEFAULT_PRICES
-from ralphctl.domain.model import TokenUsage
+from ralphctl.agents.codex_stream import CodexStreamParser
+from ralphctl.domain.costs import DEFAULT_PRICES, price_for
+from ralphctl.domain.model import ModelTokens, TokenUsage
 from ralphctl.engine.hookmode.usage import MeteredParser, Usage
 
 CASSETTES = Path(__file__).parents[1] / "realcli" / "cassettes"
@@ -102,3 +103,44 @@ def test_a_real_runs_result_line_gives_the_processs_own_totals():
         metered.feed(line)
     assert metered.reported == Usage(TokenUsage(input=2700, output=100), 0.012799999999999999)
     assert metered.messages == 2
+
+
+# --- an agent whose stream shows no usage while it runs (Codex) -----------------------------
+
+
+class Record:
+    """The agent's own record of the run's responses, growing as the run goes on."""
+
+    def __init__(self) -> None:
+        self.responses: list[ModelTokens] = []
+
+    def read(self) -> tuple[ModelTokens, ...]:
+        return tuple(self.responses)
+
+
+def test_a_stream_without_usage_is_metered_from_the_agents_record_one_iteration_at_a_time():
+    record = Record()
+    metered = MeteredParser(CodexStreamParser(), DEFAULT_PRICES, record.read)
+    record.responses.append(ModelTokens("gpt-5.5", TokenUsage(1000, 10)))
+    first = metered.take()
+    record.responses += [
+        ModelTokens("gpt-5.5", TokenUsage(1100, 20)),
+        ModelTokens("gpt-5.5", TokenUsage(1200, 30, 400)),
+    ]
+
+    assert first.tokens == TokenUsage(1000, 10)
+    assert metered.current().tokens == TokenUsage(2300, 50, 400)
+    price = price_for("gpt-5.5", DEFAULT_PRICES)
+    assert price is not None
+    assert metered.take().cost_usd == pytest.approx(price.cost(TokenUsage(2300, 50, 400)))
+    assert metered.current() == Usage()
+
+
+def test_the_record_is_not_read_while_the_stream_meters_the_run():
+    def unread() -> tuple[ModelTokens, ...]:
+        raise AssertionError("the record was read")
+
+    metered = MeteredParser(ClaudeStreamParser(), DEFAULT_PRICES, unread)
+    metered.feed(assistant("msg_1", text("Hello.")))
+
+    assert metered.take().tokens.input == 1000

@@ -17,13 +17,13 @@ import pytest
 from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.engine import storefailure
 from ralphctl.engine.manager import LoopManager
-from ralphctl.store import database
+from ralphctl.store import sqlite_direct
 from ralphctl.store.records import EventRecord, LoopRecord
 from ralphctl.store.repository import Store
 from tests.manager.conftest import DONE, run, spec, until
 from tests.manager.test_hook_loops import hook_spec
 
-BUSY_TIMEOUT_S = 1.0  # shortened for these tests (5 s in store/database.py)
+BUSY_TIMEOUT_S = 1.0  # shortened for these tests (5 s in store/sqlite_direct.py)
 HELD_S = 5.0  # the slow iteration, then its transcript and its record each time out
 TICK_S = 0.02
 STEADY_GAP_S = 0.5  # the longest pause between two ticks: under half the busy timeout
@@ -33,7 +33,7 @@ SLOW = {"text": "working slowly", "sleep_s": 1.5, "cost_usd": 0.01}
 
 @pytest.fixture
 def short_busy_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    monkeypatch.setattr(database, "_SQLITE_BUSY_TIMEOUT_S", BUSY_TIMEOUT_S)
+    monkeypatch.setattr(sqlite_direct, "BUSY_TIMEOUT_S", BUSY_TIMEOUT_S)
     monkeypatch.setattr(storefailure, "RETRY_DELAYS_S", (0.2, 0.5))
     with Store.open(str(tmp_path / "locked.db")) as opened:
         yield opened

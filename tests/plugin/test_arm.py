@@ -71,3 +71,22 @@ def test_the_slash_command_path_imports_no_heavy_library(tmp_path):
     assert "usage: ralphctl-hook arm" in done.stdout
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()}
     assert not {"pydantic", "typer", "rich", "sqlalchemy"} & imported
+
+
+def test_gemini_cli_passes_the_raw_text_as_one_word_after_text(monkeypatch):
+    calls = []
+
+    def fake_hook(argv):
+        calls.append(argv)
+        return 0
+
+    monkeypatch.setattr(hook_main, "main", fake_hook)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("never read"))
+
+    assert arm.main(["--text", "Fix the user's bug --completion-promise 'ALL DONE'"]) == 0
+    assert arm.main(["--text"]) == 0  # `/ralph-loop` with nothing after it
+
+    assert calls == [
+        ["arm", "Fix", "the", "user's", "bug", "--completion-promise", "ALL DONE"],
+        ["arm"],
+    ]

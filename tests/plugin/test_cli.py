@@ -50,10 +50,13 @@ def test_project_install_and_status_json(homes):
     assert code == 0
     assert "/ralph-loop, /cancel-ralph, /ralph-status" in out
     assert "out of version control" in out
-    result = runner.invoke(app, ["status", "--json", "--project", str(homes.project)])
+    result = runner.invoke(
+        app, ["status", "--json", "--agent", "claude", "--project", str(homes.project)]
+    )
     user, project = json.loads(result.output)
     assert user["installed"] is False
     assert project == {
+        "agent": "claude",
         "scope": "project",
         "installed": True,
         "manifest": str(homes.project / ".claude" / "ralphctl-install.local.json"),

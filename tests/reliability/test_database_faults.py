@@ -130,17 +130,19 @@ def test_reading_or_serving_a_read_only_database_is_a_clear_error(
 
 
 class ForeignLock(threading.Thread):
-    """Once iteration ``n`` runs, another connection holds the write lock for ``held_s``."""
+    """Once iteration ``n`` runs, another connection holds the write lock for ``held_s``, or
+    until ``release`` is set."""
 
     def __init__(self, db: str, n: int, held_s: float) -> None:
         super().__init__(daemon=True)
         self.db, self.n, self.held_s = db, n, held_s
+        self.release = threading.Event()
 
     def run(self) -> None:
         wait_for_iteration(self.db, self.n)
         foreign = sqlite3.connect(self.db, isolation_level=None)
         foreign.execute("BEGIN IMMEDIATE")
-        time.sleep(self.held_s)
+        self.release.wait(self.held_s)
         foreign.execute("ROLLBACK")
         foreign.close()
 
@@ -184,6 +186,7 @@ def test_a_lock_held_past_the_busy_timeout_stops_run_with_exit_3_and_resume_comp
 
     stopped = scripted_run(workdir, env, SLOW_STEP, extra=("--max-iterations", "4"))
 
+    lock.release.set()  # run has given up: holding the lock longer proves nothing more
     lock.join()
     assert stopped.returncode == 3, stopped.stderr
     said = flat(stopped.stderr)

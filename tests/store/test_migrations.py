@@ -12,7 +12,8 @@ from sqlalchemy import inspect, text
 from ralphctl.store.database import open_engine
 from ralphctl.store.migrations import alembic_config
 from ralphctl.store.repository import Store
-from ralphctl.store.schema import HEAD_REVISION, metadata
+from ralphctl.store.revision import HEAD_REVISION
+from ralphctl.store.schema import metadata
 from ralphctl.store.transcript_chunks import append_chunk, iter_transcript
 from ralphctl.store.url import resolve_url
 from tests.store.factories import T0, new_loop, started_iteration

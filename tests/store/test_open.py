@@ -17,7 +17,7 @@ from sqlalchemy import create_engine, text
 from ralphctl.store.database import open_engine
 from ralphctl.store.migrations import known_revisions
 from ralphctl.store.repository import Store, StoreError
-from ralphctl.store.schema import HEAD_REVISION
+from ralphctl.store.revision import HEAD_REVISION
 from ralphctl.store.url import resolve_url
 from tests.store.factories import new_loop
 

@@ -27,6 +27,9 @@ class Capabilities:
     fresh: bool = True  # one prompt per process: fresh-context loops
     same_session: bool = False  # runs a Stop hook, so one session can be kept going (hook mode)
     resume: bool = False  # continues a session by its id (``AgentRequest.resume``)
+    #: The agent names its sessions itself (``SessionStarted``): ``AgentRequest.session_id``
+    #: is then only for resuming one, and hook mode adopts the id the agent gives.
+    chooses_session_id: bool = False
     reports_cost: bool = False  # its stream reports the cost in USD
     reports_tokens: bool = False
     structured_stream: bool = False

@@ -12,6 +12,10 @@ Facts this module relies on (CLI 0.169.0, docs/agents/codex.md):
 - ``--ignore-user-config`` skips ``$CODEX_HOME/config.toml`` (MCP servers, profiles, plugin
   and provider settings) but keeps the credentials in ``$CODEX_HOME``; ``--disable hooks`` and
   ``--disable plugins`` turn off the hooks and plugins found elsewhere.
+- Same-session (hook) mode: ``AgentRequest.stop_hook`` adds our Stop hook for the run only,
+  as ``-c`` overrides with the trust Codex asks of it (``codex_hooks``); Codex runs it at the
+  end of every turn, and a block continues the turn with the reason. Codex names its thread
+  itself (``thread.started``): hook mode adopts that id (``chooses_session_id``).
 - The stream names no model, so the adapter tells the parser which one the run uses (for the
   price table): ``--model`` or the user's ``config.toml`` ``model``. It reports the thread's
   running token total, so for a resumed thread the adapter also tells the parser what the
@@ -20,6 +24,7 @@ Facts this module relies on (CLI 0.169.0, docs/agents/codex.md):
 
 from __future__ import annotations
 
+import shlex
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,6 +35,7 @@ from ralphctl.agents.base import (
     AgentRequest,
     Capabilities,
 )
+from ralphctl.agents.codex_hooks import session_stop_hook
 from ralphctl.agents.codex_session import codex_home, session_tokens, thread_totals
 from ralphctl.agents.codex_stream import CodexStreamParser
 from ralphctl.agents.executables import command_name, require_executable
@@ -61,13 +67,19 @@ SANDBOXED_MODE_FLAGS: Mapping[str, tuple[str, ...]] = {
 }
 CODEX_CAPABILITIES = Capabilities(
     fresh=True,
+    same_session=True,
     resume=True,
+    chooses_session_id=True,
     reports_tokens=True,
     structured_stream=True,
     permission_modes=frozenset(MODE_FLAGS),
 )
 #: ``isolate_agent_config``: run without the user's config.toml, hooks and plugins.
 ISOLATION_FLAGS = ("--ignore-user-config", "--disable", "hooks", "--disable", "plugins")
+#: ... keeping hooks on when the run brings its own Stop hook (hook mode).
+HOOKED_ISOLATION_FLAGS = ("--ignore-user-config", "--disable", "plugins")
+#: The hook's output format for Codex (``ralphctl-hook stop --format codex``).
+HOOK_FORMAT = ("--format", "codex")
 
 _PERMISSION_FLAGS = frozenset(
     {"-s", "--sandbox", "--dangerously-bypass-approvals-and-sandbox", "--approve-for-me"}
@@ -115,8 +127,12 @@ class CodexAdapter:
             argv += modes[request.permission_mode]
         if request.model is not None and not flags & _MODEL_FLAGS:
             argv += ["--model", request.model]
+        hook = request.stop_hook
         if request.isolate_config and "--ignore-user-config" not in flags:
-            argv += ISOLATION_FLAGS
+            argv += ISOLATION_FLAGS if hook is None else HOOKED_ISOLATION_FLAGS
+        if hook is not None:
+            command = shlex.join([*shlex.split(hook.command), *HOOK_FORMAT])
+            argv += ["--enable", "hooks", *session_stop_hook(command, hook.timeout_s)]
         argv += extra
         if request.resume:
             argv += ["resume", request.session_id]

@@ -15,24 +15,32 @@ docs/agents/gemini.md):
   ``--resume <uuid>`` continues it (sessions are kept per work dir).
 - The CLI relaunches itself in a second Node process to raise its heap limit (about 1.7 s per
   run); ``GEMINI_CLI_NO_RELAUNCH`` skips that, and is set unless the user's environment has it.
+- Same-session (hook) mode: ``AgentRequest.stop_hook`` becomes an ``AfterAgent`` hook in the
+  settings of a home of ralphctl's own (``gemini_home.hooked_home``, or the isolated home),
+  which fires headless; its ``{"decision": "deny", "reason": R}`` sends R to the model as the
+  next prompt of the same process and session, with ``stop_hook_active`` set. A session the
+  CLI ended is continued with ``--resume <id>``.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ralphctl.agents.argv import given_flags, option_value
-from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities
+from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StopHook
 from ralphctl.agents.executables import command_name, require_executable
 from ralphctl.agents.gemini_home import (
     HOME_ENV,
     auth_settings,
     config_dir,
+    hooked_home,
     isolated_home,
     user_settings,
 )
+from ralphctl.agents.gemini_hooks import FORMAT_ARGS, RUN_HOOK_NAME, hook_group
 from ralphctl.agents.gemini_stream import GeminiStreamParser
 from ralphctl.agents.install import install_hint
 from ralphctl.agents.spec import AgentSpec, Configuration, Package
@@ -49,12 +57,14 @@ APPROVAL_MODES: Mapping[str, str] = {
 }
 CAPABILITIES = Capabilities(
     fresh=True,
+    same_session=True,
     resume=True,
     reports_tokens=True,
     structured_stream=True,
     permission_modes=frozenset(APPROVAL_MODES),
 )
 NO_RELAUNCH_ENV = "GEMINI_CLI_NO_RELAUNCH"
+HOOKED = f"{NAME}-hooked"
 
 _APPROVAL_FLAGS = frozenset({"--approval-mode", "--yolo", "-y"})
 _SESSION_FLAGS = frozenset({"--session-id", "--resume", "-r", "--session-file"})
@@ -82,11 +92,15 @@ class GeminiAdapter:
         The user's ``extra_args`` win over ours for the approval mode, session, model and
         trust flags; an interactive mode is refused and ``--output-format`` may only repeat
         ``stream-json``. With ``isolate_config`` the CLI runs with ralphctl's own config home
-        (``gemini_home``), made from the user's (``$GEMINI_CLI_HOME`` or ``~``).
+        (``gemini_home``), made from the user's (``$GEMINI_CLI_HOME`` or ``~``). A
+        ``stop_hook`` (same-session mode) is added to the settings of the home the run uses;
+        the session flags are then ours alone.
         """
         extra = list(request.extra_args)
         flags = given_flags(extra)
         _refuse_conflicts(extra, flags)
+        if request.stop_hook is not None and (taken := sorted(flags & _SESSION_FLAGS)):
+            raise ValueError(f"{' '.join(taken)}: a same-session loop sets the session itself")
         argv = [command_name("gemini", BIN_ENV)]
         argv += [] if flags & _OUTPUT_FLAGS else ["--output-format", "stream-json"]
         if not flags & _APPROVAL_FLAGS:
@@ -102,8 +116,16 @@ class GeminiAdapter:
         env = {"RALPHCTL_ITERATION": str(request.iteration)}
         if NO_RELAUNCH_ENV not in os.environ:
             env[NO_RELAUNCH_ENV] = "true"
-        if request.isolate_config:
-            user_dir = config_dir(os.environ, Path.home())
+        user_dir = config_dir(os.environ, Path.home())
+        if request.stop_hook is not None:
+            group = run_hook(request.stop_hook)
+            home = (
+                isolated_home(isolated_root(), user_dir, group)
+                if request.isolate_config
+                else hooked_home(isolated_root(HOOKED), user_dir, group)
+            )
+            env[HOME_ENV] = str(home)
+        elif request.isolate_config:
             env[HOME_ENV] = str(isolated_home(isolated_root(), user_dir))
         return AgentCommand(argv=argv, stdin=request.prompt.encode("utf-8"), env=env)
 
@@ -123,11 +145,18 @@ def approval_mode(permission_mode: str) -> str:
         ) from None
 
 
-def isolated_root() -> Path:
-    """Where isolated runs keep their Gemini CLI home: in ralphctl's user data dir."""
+def run_hook(hook: StopHook) -> dict[str, object]:
+    """The ``AfterAgent`` group of a same-session run: our hook, answering in Gemini's form."""
+    command = shlex.join([*shlex.split(hook.command), *FORMAT_ARGS])
+    return hook_group(RUN_HOOK_NAME, command, hook.timeout_s)
+
+
+def isolated_root(kind: str = NAME) -> Path:
+    """Where runs keep a Gemini CLI home of ralphctl's own (``NAME``: isolated runs;
+    ``HOOKED``: hook-mode runs with the user's configuration): in ralphctl's user data dir."""
     from platformdirs import user_data_dir
 
-    return Path(user_data_dir("ralphctl")) / "agent-homes" / NAME
+    return Path(user_data_dir("ralphctl")) / "agent-homes" / kind
 
 
 def _refuse_conflicts(extra: Sequence[str], flags: set[str]) -> None:

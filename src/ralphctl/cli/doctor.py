@@ -36,7 +36,7 @@ def doctor_command(
     ),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Will a loop run here? Python, git, the database, a server, the Claude plugin, and each
+    """Will a loop run here? Python, git, the database, a server, each agent's plugin, and each
     agent: found where, version, configured (offline: no API is called), modes.
 
     Exit code 1 when the configured agent (or --agent) cannot run, with the fix to type.

@@ -1,4 +1,4 @@
-"""`ralphctl plugin …`: install, uninstall and inspect the Claude Code integration."""
+"""`ralphctl plugin …`: install, uninstall and inspect the hook and the commands, per agent."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from ralphctl import __version__
 from ralphctl.cli.common import console, fail
 from ralphctl.domain.states import EXIT_USAGE
 from ralphctl.plugin.layout import Interpreter
-from ralphctl.plugin.scopes import Plan, Scope, project_plan, user_plan
+from ralphctl.plugin.scopes import Plan, Scope
+from ralphctl.plugin.targets import AGENTS, DEFAULT_AGENT, Target, TargetError, target
 
 if TYPE_CHECKING:
     from ralphctl.plugin.status import Status
@@ -30,41 +31,46 @@ app = typer.Typer(
 SCOPE = typer.Option(
     Scope.USER,
     "--scope",
-    help="user: a Claude Code plugin for every project; project: one project's .claude/.",
+    help="user: for every project (the agent's user config); project: one project's config.",
 )
 PROJECT = typer.Option(
     None, "--project", help="The project of --scope project (default: the current directory)."
 )
+AGENT = typer.Option(
+    DEFAULT_AGENT, "--agent", "-a", help=f"The agent CLI to install into: {', '.join(AGENTS)}."
+)
 
 
 @app.command("install")
-def install_command(scope: Scope = SCOPE, project: Path | None = PROJECT) -> None:
-    """Install (or refresh) the hook and the slash commands; run again after moving ralphctl."""
+def install_command(
+    agent: str = AGENT, scope: Scope = SCOPE, project: Path | None = PROJECT
+) -> None:
+    """Install (or refresh) the hook and the commands; run again after moving ralphctl."""
     from ralphctl.plugin.installer import InstallError, install
 
-    plan = _plan(scope, project)
-    other = _plan(Scope.PROJECT, None) if scope is Scope.USER else _plan(Scope.USER, None)
+    chosen = _target(agent)
+    plan = _plan(chosen, scope, project)
+    other = _plan(chosen, Scope.PROJECT if scope is Scope.USER else Scope.USER, None)
     try:
         install(plan, exclusive_with=[other])
     except (InstallError, OSError) as exc:
         fail(str(exc), EXIT_USAGE)
-    console.print(f"Installed ralphctl's Claude Code integration ({scope} scope).")
-    console.print(f"Commands: {', '.join(plan.commands)}")
-    if scope is Scope.USER:
-        console.print("Start a new Claude Code session to load the plugin.")
-    else:
-        console.print(
-            "The files in .claude/ name this machine's Python: keep .claude/commands/ralph-*.md"
-            " and .claude/ralphctl-install.local.json out of version control."
-        )
+    console.print(f"Installed ralphctl's {chosen.label} integration ({scope} scope).")
+    if plan.commands:
+        console.print(f"Commands: {', '.join(plan.commands)}")
+    if scope in chosen.notes:
+        console.print(escape(chosen.notes[scope]))
 
 
 @app.command("uninstall")
-def uninstall_command(scope: Scope = SCOPE, project: Path | None = PROJECT) -> None:
+def uninstall_command(
+    agent: str = AGENT, scope: Scope = SCOPE, project: Path | None = PROJECT
+) -> None:
     """Remove exactly what `ralphctl plugin install` added."""
     from ralphctl.plugin.installer import InstallError, uninstall
 
-    plan = _plan(scope, project)
+    chosen = _target(agent)
+    plan = _plan(chosen, scope, project)
     try:
         removed = uninstall(plan)
     except (InstallError, OSError) as exc:
@@ -72,40 +78,73 @@ def uninstall_command(scope: Scope = SCOPE, project: Path | None = PROJECT) -> N
     if removed is None:
         console.print(f"Nothing to uninstall ({scope} scope: no {escape(str(plan.manifest))}).")
     else:
-        console.print(f"Uninstalled ralphctl's Claude Code integration ({scope} scope).")
+        console.print(f"Uninstalled ralphctl's {chosen.label} integration ({scope} scope).")
 
 
 @app.command("status")
 def status_command(
+    agent: str | None = typer.Option(
+        None, "--agent", "-a", help="Only this agent (default: every agent)."
+    ),
     project: Path | None = PROJECT,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """What is installed, for the user and for the project."""
+    """What is installed, per agent, for the user and for the project."""
+    if agent is not None:
+        _target(agent)  # an unknown agent, or one without an installer, is an error here
+    found = {name: _statuses(name, project) for name in ([agent] if agent else AGENTS)}
+    if json_out:
+        entries = [
+            entry
+            for name, statuses in found.items()
+            for entry in (
+                [one.to_json() for one in statuses]
+                if isinstance(statuses, list)
+                else [{"agent": name, "error": statuses}]
+            )
+        ]
+        console.print_json(json.dumps(entries))
+        return
+    for name, statuses in found.items():
+        if isinstance(statuses, str):
+            console.print(f"[bold underline]{name}[/]\n  [dim]{escape(statuses)}[/]")
+            continue
+        console.print(f"[bold underline]{escape(target(name).label)}[/]")
+        for entry in statuses:
+            _print_status(entry)
+
+
+def _statuses(agent: str, project: Path | None) -> list[Status] | str:
+    """The agent's user and project status; why there is none, for an agent without an
+    installer."""
     from ralphctl.plugin.installer import InstallError
     from ralphctl.plugin.status import status
 
     try:
-        user, here = _plan(Scope.USER, None), _plan(Scope.PROJECT, project)
-        found = [status(user, here), status(here, user)]
+        chosen = target(agent)
+    except TargetError as exc:
+        return str(exc)
+    user, here = _plan(chosen, Scope.USER, None), _plan(chosen, Scope.PROJECT, project)
+    try:
+        return [status(user, here), status(here, user)]
     except InstallError as exc:
         fail(str(exc), EXIT_USAGE)
-    if json_out:
-        console.print_json(json.dumps([entry.to_json() for entry in found]))
-        return
-    for entry in found:
-        _print_status(entry)
 
 
-def _plan(scope: Scope, project: Path | None) -> Plan:
-    interpreter = _interpreter()
-    if scope is Scope.USER:
-        if project is not None:
-            fail("--project applies to --scope project only", EXIT_USAGE)
-        return user_plan(interpreter, __version__)
+def _target(agent: str) -> Target:
+    try:
+        return target(agent)
+    except TargetError as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def _plan(chosen: Target, scope: Scope, project: Path | None) -> Plan:
+    if scope is Scope.USER and project is not None:
+        fail("--project applies to --scope project only", EXIT_USAGE)
     root = (project or Path.cwd()).expanduser().resolve()
-    if not root.is_dir():
+    if scope is Scope.PROJECT and not root.is_dir():
         fail(f"--project {project}: not a directory", EXIT_USAGE)
-    return project_plan(root, interpreter, __version__)
+    return chosen.plan(scope, root, _interpreter(), __version__)
 
 
 def _interpreter() -> Interpreter:
@@ -122,7 +161,8 @@ def _print_status(entry: Status) -> None:
         return
     console.print(f"[bold]{entry.scope}[/]: installed, ralphctl {entry.version} ({where})")
     console.print(f"  interpreter: {escape(str(entry.interpreter))}")
-    console.print(f"  commands: {', '.join(entry.commands)}")
+    if entry.commands:
+        console.print(f"  commands: {', '.join(entry.commands)}")
     if entry.registered is not None:
         console.print(f"  registered with Claude Code: {'yes' if entry.registered else 'no'}")
     for problem in entry.problems:

@@ -6,7 +6,9 @@ staged in a private copy of the user's index (usually the progress probe's, alre
 warm: ``StagedTree``), ``git commit-tree`` makes the commit and a compare-and-swap
 ``git update-ref`` moves the branch. No reset, no force, no history rewrite, and no commit hook
 runs: a checkpoint is ralphctl's snapshot to go back to, which a failing lint hook must not
-prevent and a formatting hook must not edit behind the agent (``commit.gpgSign`` is honoured).
+prevent and a formatting hook must not edit behind the agent (``commit.gpgSign`` is honoured,
+read once per run: ``CommitSigning``). Four git commands per checkpoint, HEAD read while the
+tree is written.
 
 On the current branch the user's index then becomes the staged copy, under git's index lock,
 as ``git add -A && git commit`` would leave it: everything staged and committed, stat data
@@ -21,8 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +52,21 @@ def checkpoint_message(iteration: int) -> str:
     return f"[ralph] Checkpoint iteration {iteration}"
 
 
+class CommitSigning:
+    """Whether checkpoint commits are signed: the user's ``commit.gpgSign``, asked of git at
+    the first checkpoint that needs it and kept for the others (a run keeps one answer)."""
+
+    def __init__(self) -> None:
+        self._sign: bool | None = None
+
+    async def flags(self, workdir: Path) -> list[str]:
+        """``-S`` for ``git commit-tree`` when commits are signed, else nothing."""
+        if self._sign is None:
+            code, out, _ = await _git(workdir, "config", "--type=bool", "--get", "commit.gpgSign")
+            self._sign = code == 0 and out.strip() == "true"
+        return ["-S"] if self._sign else []
+
+
 async def is_git_work_tree(workdir: Path) -> bool:
     code, out, _ = await _git(workdir, "rev-parse", "--is-inside-work-tree")
     return code == 0 and out.strip() == "true"
@@ -59,23 +77,29 @@ async def create_checkpoint(
     iteration: int,
     *,
     branch: str | None = None,
-    staged: StagedTree | None = None,
+    staged: StagedTree | Awaitable[StagedTree | None] | None = None,
+    signing: CommitSigning | None = None,
 ) -> CheckpointOutcome:
     """Commit everything under ``workdir``; skip when nothing changed. Errors are returned.
 
-    ``staged`` is the work dir already staged (the progress probe's): used while the user's
-    index is still the one it was copied from, else the work dir is staged again. With
+    ``staged`` is the work dir already staged (the progress probe's), or the coroutine that
+    writes its tree (awaited while git reads HEAD): used while the user's index is still the
+    one it was copied from, else the work dir is staged again. With
     ``branch`` the commit goes to that branch (created from HEAD when missing) and the work
     tree, index and HEAD are left alone; a branch that is checked out here is committed to as
-    the current one.
+    the current one. ``signing``: a run's answer to "sign the commits?", kept across its
+    checkpoints (without it, git is asked each time).
     """
+    signing = signing or CommitSigning()
     try:
         if branch is None:
-            return await _commit_on_head(workdir, iteration, staged)
+            return await _commit_on_head(workdir, iteration, staged, signing)
+        if isinstance(staged, Awaitable):
+            staged = await staged
         await _check_branch_name(workdir, branch)
         if await _current_branch(workdir) == branch:
-            return await _commit_on_head(workdir, iteration, staged)
-        return await _commit_on_branch(workdir, iteration, branch, staged)
+            return await _commit_on_head(workdir, iteration, staged, signing)
+        return await _commit_on_branch(workdir, iteration, branch, staged, signing)
     except (GitError, IndexLocked) as exc:
         return CheckpointOutcome(error=str(exc))
 
@@ -119,17 +143,20 @@ async def restore(workdir: Path, sha: str) -> None:
 
 
 async def _commit_on_head(
-    workdir: Path, iteration: int, staged: StagedTree | None
+    workdir: Path,
+    iteration: int,
+    staged: StagedTree | Awaitable[StagedTree | None] | None,
+    signing: CommitSigning,
 ) -> CheckpointOutcome:
     """Commit the staged tree on HEAD; the user's index becomes the staged copy."""
-    index, head, head_tree = await _head(workdir)
+    (index, head, head_tree), ready = await _head_and(workdir, staged)
     with _scratch() as scratch, IndexLock(index) as lock:
-        if staged is None or staged.user_index != index or not staged.current():
-            staged = await _stage(workdir, index, scratch)
-        if staged.tree == head_tree:
+        if ready is None or ready.user_index != index or not ready.current():
+            ready = await _stage(workdir, index, scratch)
+        if ready.tree == head_tree:
             return CheckpointOutcome(skipped="nothing changed since the last commit")
-        sha = await _commit_tree(workdir, staged.tree, head, iteration)
-        lock.install(staged.index)  # the index of the commit, before HEAD moves (as git does)
+        sha = await _commit_tree(workdir, ready.tree, head, iteration, signing)
+        lock.install(ready.index)  # the index of the commit, before HEAD moves (as git does)
         reflog = f"ralphctl: {checkpoint_message(iteration)}"
         await _must(workdir, "update-ref", "-m", reflog, "HEAD", sha, head or "")
         lock.commit()
@@ -137,7 +164,11 @@ async def _commit_on_head(
 
 
 async def _commit_on_branch(
-    workdir: Path, iteration: int, branch: str, staged: StagedTree | None
+    workdir: Path,
+    iteration: int,
+    branch: str,
+    staged: StagedTree | None,
+    signing: CommitSigning,
 ) -> CheckpointOutcome:
     ref = f"refs/heads/{branch}"
     elsewhere = await _worktree_with(workdir, ref)
@@ -151,7 +182,7 @@ async def _commit_on_branch(
         parent = old or await _rev(workdir, "HEAD")
         if parent is not None and await _rev(workdir, f"{parent}^{{tree}}") == staged.tree:
             return CheckpointOutcome(skipped=f"nothing changed since {branch}'s last commit")
-        sha = await _commit_tree(workdir, staged.tree, parent, iteration)
+        sha = await _commit_tree(workdir, staged.tree, parent, iteration, signing)
     reflog = f"ralphctl: {checkpoint_message(iteration)}"
     await _must(workdir, "update-ref", "-m", reflog, ref, sha, old or "")
     return CheckpointOutcome(sha=sha)
@@ -169,6 +200,21 @@ async def _head(workdir: Path) -> tuple[Path, str | None, str | None]:
     return index, lines[1], lines[2]
 
 
+async def _head_and(
+    workdir: Path, staged: StagedTree | Awaitable[StagedTree | None] | None
+) -> tuple[tuple[Path, str | None, str | None], StagedTree | None]:
+    """``_head`` and ``staged``, awaited at once when it is still to be written (two git
+    commands side by side; an error is raised once both are done)."""
+    if not isinstance(staged, Awaitable):
+        return await _head(workdir), staged
+    head, tree = await asyncio.gather(_head(workdir), staged, return_exceptions=True)
+    if isinstance(head, BaseException):
+        raise head
+    if isinstance(tree, BaseException):
+        raise tree
+    return head, tree
+
+
 async def _stage(workdir: Path, user_index: Path, scratch: Path) -> StagedTree:
     """Stage the work dir into a copy of the user's index (in ``scratch``) and write its tree."""
     index = scratch / "index"
@@ -181,13 +227,14 @@ async def _stage(workdir: Path, user_index: Path, scratch: Path) -> StagedTree:
     return StagedTree(tree, index, user_index, base)
 
 
-async def _commit_tree(workdir: Path, tree: str, parent: str | None, iteration: int) -> str:
+async def _commit_tree(
+    workdir: Path, tree: str, parent: str | None, iteration: int, signing: CommitSigning
+) -> str:
     """A commit of ``tree`` on ``parent``, signed when the user's ``commit.gpgSign`` says so."""
-    code, sign, _ = await _git(workdir, "config", "--type=bool", "--get", "commit.gpgSign")
-    signing = ["-S"] if code == 0 and sign.strip() == "true" else []
+    sign = await signing.flags(workdir)
     parents = ["-p", parent] if parent is not None else []
     message = checkpoint_message(iteration)
-    return (await _must(workdir, "commit-tree", *signing, tree, *parents, "-m", message)).strip()
+    return (await _must(workdir, "commit-tree", *sign, tree, *parents, "-m", message)).strip()
 
 
 @contextmanager
@@ -237,23 +284,23 @@ async def _must(workdir: Path, *args: str, env: dict[str, str] | None = None) ->
 async def _git(
     workdir: Path, *args: str, env: dict[str, str] | None = None
 ) -> tuple[int, str, str]:
+    """Git's exit status, output and error output. It runs in a worker thread: measured cheaper
+    than an asyncio subprocess (no child-watcher thread per spawn; see engine/progress.py)."""
     try:
-        process = await asyncio.create_subprocess_exec(
-            "git",
-            *args,
+        done = await asyncio.to_thread(
+            subprocess.run,
+            ["git", *args],
             cwd=workdir,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
             env={**os.environ, **env} if env else None,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
         )
+    except subprocess.TimeoutExpired:  # subprocess.run has killed and reaped it
+        return 124, "", f"git {args[0]} timed out after {GIT_TIMEOUT_S:.0f}s"
     except OSError as exc:
         return 127, "", f"cannot run git: {exc.strerror or exc}"
-    try:
-        out, err = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT_S)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-        return 124, "", f"git {args[0]} timed out after {GIT_TIMEOUT_S:.0f}s"
-    code = process.returncode if process.returncode is not None else 1
-    return code, out.decode(errors="replace"), err.decode(errors="replace")
+    out, err = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    return done.returncode, out, err

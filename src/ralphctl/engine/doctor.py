@@ -48,6 +48,7 @@ class Diagnosis:
     agent_from: str
     checks: list[Check] = field(default_factory=list)
     agents: list[AgentHealth] = field(default_factory=list)
+    plugins: list[dict[str, Any]] = field(default_factory=list)  # per agent and scope
 
     @property
     def configured(self) -> AgentHealth | None:
@@ -79,6 +80,7 @@ class Diagnosis:
             "problems": self.problems,
             "checks": [check.to_json() for check in self.checks],
             "agents": [health.to_json() for health in self.agents],
+            "plugins": self.plugins,
         }
 
 
@@ -91,12 +93,13 @@ def diagnose(
         probing = pool.submit(lambda: probe_all(all_specs(), os.environ, Path.home()))
         config_check, configured_agent, settings = _configuration(workdir)
         chosen = agent or configured_agent
+        plugin_checks, plugins = _plugin(workdir)
         checks = [
             _python(),
             config_check,
             *_git(workdir),
             _database(db),
-            *_plugin(workdir),
+            *plugin_checks,
             *_isolation(settings, chosen),
             _sandbox(settings),
             *_notifications(workdir),
@@ -104,7 +107,7 @@ def diagnose(
         ]
         agents = probing.result()
     source = "--agent" if agent else ("config" if "agent" in settings else "default")
-    return Diagnosis(workdir, chosen, source, checks, agents)
+    return Diagnosis(workdir, chosen, source, checks, agents, plugins)
 
 
 # -- the checks ------------------------------------------------------------------------------
@@ -166,6 +169,7 @@ def _database(db: str | None) -> Check:
     """Reachable, and its migration level; never created or upgraded here."""
     from ralphctl.store.errors import StoreError
     from ralphctl.store.precheck import check_database
+    from ralphctl.store.revision import HEAD_REVISION as head
     from ralphctl.store.url import display, resolve_url, sqlite_path
 
     url = resolve_url(db)
@@ -176,7 +180,6 @@ def _database(db: str | None) -> Check:
         return Check("database", "fail", str(exc), "give --db or RALPHCTL_DB a usable database")
     where = display(url)
     path = sqlite_path(url)
-    head = head_revision()
     if revision is None:
         state = "created on first use" if path is not None and not path.exists() else "empty"
         return Check("database", "ok", f"{where}: {state}")
@@ -187,15 +190,6 @@ def _database(db: str | None) -> Check:
         "ok",
         f"{where}: migration {revision}; upgraded to {head} when next opened",
     )
-
-
-def head_revision() -> str:
-    """The newest migration's revision, from the migration files' names (``0004_….py``):
-    ``store.schema.HEAD_REVISION`` without importing SQLAlchemy (a second, for SQLite)."""
-    from ralphctl import store
-
-    versions = Path(store.__file__).parent / "migrations" / "versions"
-    return max(path.name.partition("_")[0] for path in versions.glob("[0-9]*_*.py"))
 
 
 def _revision(url: str) -> str | None:
@@ -235,38 +229,46 @@ def _postgres_revision(url: str) -> str | None:
         engine.dispose()
 
 
-def _plugin(workdir: Path) -> list[Check]:
-    """Claude Code's integration (the Stop hook and the slash commands), per scope."""
+def _plugin(workdir: Path) -> tuple[list[Check], list[dict[str, Any]]]:
+    """Each agent's integration (the hook and the commands of ``ralphctl plugin install``):
+    a check per installed scope, or one saying it is not installed; and every scope's
+    status, for ``--json``. An agent this ralphctl has no installer for is left out."""
     from ralphctl.plugin.installer import InstallError
     from ralphctl.plugin.layout import Interpreter
-    from ralphctl.plugin.scopes import project_plan, user_plan
+    from ralphctl.plugin.scopes import Scope
     from ralphctl.plugin.status import status
+    from ralphctl.plugin.targets import AGENTS, TargetError, target
 
-    try:
-        interpreter = Interpreter(sys.executable)
-        user = user_plan(interpreter, __version__)
-        here = project_plan(workdir, interpreter, __version__)
-        found = [status(user, here), status(here, user)]
-    except (InstallError, ValueError, OSError) as exc:
-        return [Check("claude plugin", "warn", f"cannot tell: {exc}")]
-    checks = []
-    for entry in found:
-        name = f"claude plugin ({entry.scope})"
-        if not entry.installed:
-            checks.append(
-                Check(
-                    name,
-                    "info",
-                    "not installed (only /ralph-loop inside Claude Code needs it)",
-                    f"ralphctl plugin install --scope {entry.scope}",
+    checks: list[Check] = []
+    states: list[dict[str, Any]] = []
+    for agent in AGENTS:
+        name = f"{agent} plugin"
+        try:
+            chosen = target(agent)
+            interpreter = Interpreter(sys.executable)
+            user = chosen.plan(Scope.USER, workdir, interpreter, __version__)
+            here = chosen.plan(Scope.PROJECT, workdir, interpreter, __version__)
+            found = [status(user, here), status(here, user)]
+        except TargetError:
+            continue
+        except (InstallError, ValueError, OSError) as exc:
+            checks.append(Check(name, "warn", f"cannot tell: {exc}"))
+            continue
+        states += [entry.to_json() for entry in found]
+        install = f"ralphctl plugin install --agent {agent}"
+        if not any(entry.installed for entry in found):
+            detail = f"not installed (only loops started inside {chosen.label} need it)"
+            checks.append(Check(name, "info", detail, f"{install} [--scope project]"))
+        for entry in found:
+            fix = f"{install} --scope {entry.scope}"
+            if entry.installed and entry.problems:
+                checks.append(
+                    Check(f"{name} ({entry.scope})", "warn", "; ".join(entry.problems), fix)
                 )
-            )
-        elif entry.problems:
-            fix = f"ralphctl plugin install --scope {entry.scope}"
-            checks.append(Check(name, "warn", "; ".join(entry.problems), fix))
-        else:
-            checks.append(Check(name, "ok", f"installed, ralphctl {entry.version} (Stop hook)"))
-    return checks
+            elif entry.installed:
+                detail = f"installed, ralphctl {entry.version}"
+                checks.append(Check(f"{name} ({entry.scope})", "ok", detail))
+    return checks, states
 
 
 def _isolation(settings: dict[str, Any], agent: str) -> list[Check]:

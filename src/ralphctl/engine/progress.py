@@ -44,8 +44,10 @@ class ProgressProbe:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self._scratch: Path | None = None  # a private directory holding the private index
+        self._env: dict[str, str] | None = None  # git's environment on the private index
         self._user_index: Path | None = None
         self._work_tree = False  # known once _locate found the repository
+        self._pathspec: tuple[str, ...] = ("--", ".")  # none at the top: the same, cheaper
         self._seeded_from = NO_INDEX  # the user's index the private one was copied from
         self._changes = 0  # content changes seen: the fingerprint
         self._tree: str | None = None  # the tree of the content last seen, once written
@@ -80,7 +82,7 @@ class ProgressProbe:
         if not self._copy_is_current(index):
             return None
         if self._tree is None:
-            self._tree = await self._write_tree(index)
+            self._tree = await self._write_tree()
         if self._tree is None:
             return None
         assert self._user_index is not None
@@ -90,7 +92,7 @@ class ProgressProbe:
         """Remove the private index (a later look starts from a new copy)."""
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
+            self._scratch, self._env = None, None
         self._last_after = None
 
     async def _look(self) -> str | None:
@@ -98,7 +100,7 @@ class ProgressProbe:
             return None
         assert self._user_index is not None
         if self._scratch is not None and self._copy_is_current(self._scratch / "index"):
-            staged = await self._git("add", "-A", "-v", "--", ".")
+            staged = await self._git("add", "-A", "-v", *self._pathspec)
             if staged is None:
                 self.close()  # a killed git may leave its lock behind: start again from a copy
                 return None
@@ -126,7 +128,7 @@ class ProgressProbe:
             self._scratch = Path(tempfile.mkdtemp(prefix="ralphctl-progress-"))
         index = self._scratch / "index"
         if old is None and index.exists():
-            old = await self._write_tree(index)
+            old = await self._write_tree()
         seeded_from = signature(self._user_index)
         index.unlink(missing_ok=True)
         if seeded_from != NO_INDEX:
@@ -136,8 +138,8 @@ class ProgressProbe:
                 return False
         self._seeded_from = seeded_from
         tree = None
-        if await self._git("add", "-A", "--", ".") is not None:
-            tree = await self._write_tree(index)
+        if await self._git("add", "-A", *self._pathspec) is not None:
+            tree = await self._write_tree()
         if tree is None:
             self.close()
             return False
@@ -146,38 +148,48 @@ class ProgressProbe:
         self._tree = tree
         return True
 
-    async def _write_tree(self, index: Path) -> str | None:
-        tree = await self._git("write-tree", index=index)
+    async def _write_tree(self) -> str | None:
+        tree = await self._git("write-tree")
         return tree.strip() if tree else None
 
-    async def _git(self, *args: str, index: Path | None = None) -> str | None:
+    async def _git(self, *args: str) -> str | None:
+        """git on the private index, with an environment built once per private index."""
         assert self._scratch is not None
-        env = {"GIT_INDEX_FILE": str(index or self._scratch / "index")}
-        return await _git(self.workdir, *args, env=env)
+        if self._env is None:
+            self._env = {**os.environ, "GIT_INDEX_FILE": str(self._scratch / "index")}
+        return await _git(self.workdir, *args, env=self._env)
 
     async def _locate(self) -> bool:
         """Find the user's index (once); False when git cannot tell."""
         if self._user_index is None:
             found = await _git(
-                self.workdir, "rev-parse", "--is-inside-work-tree", "--git-path", "index"
+                self.workdir,
+                "rev-parse",
+                "--is-inside-work-tree",
+                "--show-prefix",
+                "--git-path",
+                "index",
             )
             if found is None:
                 return False
-            inside, index = found.splitlines()
+            inside, prefix, index = found.splitlines()
             self._work_tree = inside == "true"
+            if self._work_tree and not prefix:  # the whole work tree is ``.``: no pathspec to
+                self._pathspec = ()  # match 20,000 paths against (2 ms a look on 20,000 files)
             self._user_index = self.workdir / index
         return True
 
 
 async def _git(workdir: Path, *args: str, env: dict[str, str] | None = None) -> str | None:
-    """git's output, or None when it failed, timed out or could not start. It runs in a worker
-    thread: measured cheaper than an asyncio subprocess (half the CPU of the spawn)."""
+    """git's output, or None when it failed, timed out or could not start; ``env`` is its whole
+    environment (None: this process's). It runs in a worker thread: measured cheaper than an
+    asyncio subprocess (half the CPU of the spawn)."""
     try:
         done = await asyncio.to_thread(
             subprocess.run,
             ["git", *args],
             cwd=workdir,
-            env={**os.environ, **(env or {})},
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

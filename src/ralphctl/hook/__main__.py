@@ -1,6 +1,7 @@
 """``ralphctl-hook`` and ``python -m ralphctl.hook``: the Stop hook and its slash commands.
 
-    stop [--format claude|codex|gemini]   answer a Stop event (stdin JSON → stdout JSON)
+    stop [--format claude|codex|gemini|copilot|cursor]
+                                          answer a Stop event (stdin JSON → stdout JSON)
     arm PROMPT… [options]                 start a loop in this session (/ralph-loop)
     cancel [--session ID]                 deactivate it (/cancel-ralph)
     status [--session ID]                 show it (/ralph-status)

@@ -67,6 +67,8 @@ class Armed:
         ]
         if self.archived:
             lines.append(f"The previous tracker was kept as {self.archived}.")
+        if not self.session_id:  # a CLI without a transcript finds its session by the reply
+            lines.append(f"Quote the token {self.token} in your reply to this message.")
         lines += [
             "",
             "Work on the task. Each time you stop you will be asked to continue; keep your",
@@ -92,9 +94,11 @@ def arm(
     continue_message: str = defaults.CONTINUE_MESSAGE,
     template: str = DEFAULT_TEMPLATE,
     replace: bool = False,
+    clear_context: bool = False,
     now: float | None = None,
 ) -> Armed:
     """Write a new loop's tracker. ``max_iterations=None`` is unlimited (needs a runtime).
+    ``clear_context``: each block asks the CLI for a fresh context (Gemini CLI only).
 
     Refuses a second active loop for the same session unless ``replace``; the replaced (or
     a finished) tracker is kept next to the new one as ``loop-tracker.N.md``.
@@ -140,6 +144,8 @@ def arm(
         "ended_reason": None,
         "ended_at": None,
     }
+    if clear_context:
+        fields["clear_context"] = True
     try:
         path, archived = _write_tracker(project, session_id, token, fields, body, replace)
     except paths.UnsafeDirectory as exc:

@@ -44,6 +44,11 @@ def _arm(argv: list[str]) -> int:
     parser.add_argument("--continue-message", help="What each block tells the agent.")
     parser.add_argument("--tracker-template", help="Markdown file for the tracker body.")
     parser.add_argument("--replace", action="store_true", help="Replace this session's loop.")
+    parser.add_argument(
+        "--clear-context",
+        action="store_true",
+        help="Gemini CLI: start each iteration with a fresh context (the tracker keeps the task).",
+    )
     args = parser.parse_intermixed_args(argv)
     try:
         armed = arm(
@@ -58,6 +63,7 @@ def _arm(argv: list[str]) -> int:
             continue_message=args.continue_message or defaults.CONTINUE_MESSAGE,
             template=_template(args.tracker_template),
             replace=args.replace,
+            clear_context=args.clear_context,
         )
     except (ArmError, OSError) as exc:
         return _fail(str(exc))

@@ -14,7 +14,7 @@ import time
 
 from ralphctl.hook import locate, paths
 from ralphctl.hook.log import warn
-from ralphctl.hook.stopinput import READ_TIMEOUT_S, parse, read
+from ralphctl.hook.stopinput import CLI_NAMES, READ_TIMEOUT_S, parse, read
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,9 +27,15 @@ if TYPE_CHECKING:
     from ralphctl.hook.stopinput import StopEvent
     from ralphctl.hook.tracker import Tracker
 
-#: The events a Stop hook answers (Claude Code and Codex: Stop; Gemini: AfterAgent).
-EVENTS = frozenset({"Stop", "AfterAgent"})
+#: The events a Stop hook answers (Claude Code and Codex: Stop; Gemini: AfterAgent;
+#: Copilot: agentStop; Cursor: stop).
+EVENTS = frozenset({"Stop", "AfterAgent", "agentStop", "stop"})
 DEFAULT_FORMAT = "claude"
+#: Cursor's own cap on follow-ups (its hooks.json ``loop_limit``) when the hook is not told.
+CURSOR_LOOP_LIMIT = 5
+#: Where a CLI tells its hooks the project directory, before ``CLAUDE_PROJECT_DIR`` (which
+#: ``ralphctl run --mode hook`` sets for every agent); Codex and Copilot set none.
+PROJECT_ENV = {"gemini": "GEMINI_PROJECT_DIR", "cursor": "CURSOR_PROJECT_DIR"}
 #: Stdin is read up to one byte past the limit, which stopinput then refuses.
 READ_LIMIT = 16 * 1024 * 1024 + 1
 #: Names the Unix socket of a ``ralphctl run --mode hook`` runner (see ``hook.forwarder``).
@@ -43,7 +49,8 @@ class HookError(Exception):
 
 
 def main(argv: list[str]) -> int:
-    """``ralphctl-hook stop [--format claude|codex|gemini]``: always exits 0.
+    """``ralphctl-hook stop [--format claude|codex|gemini|copilot|cursor] [--loop-limit N]``:
+    always exits 0. ``--loop-limit`` repeats Cursor's ``loop_limit`` from its hooks.json.
 
     Under ``ralphctl run --mode hook`` (``RALPHCTL_HOOK_SOCKET`` set) the runner decides;
     without its answer the hook decides locally and leaves the history to the runner.
@@ -101,21 +108,44 @@ def respond(
     failure is one warning and an allowed stop."""
     run = StopRun(env, now)
     try:
-        return run.handle(raw, parse_format(argv))
+        return run.handle(raw, parse_args(argv))
     except BaseException as exc:  # the hook must never fail closed
         warn(f"allowing the stop: {exc or type(exc).__name__}", run.project)
         return None, None
 
 
-def parse_format(argv: list[str]) -> str:
-    """``[--format X | --format=X]``; anything else is an error (and the stop is allowed)."""
-    if not argv:
-        return DEFAULT_FORMAT
-    if len(argv) == 2 and argv[0] == "--format":
-        return argv[1]
-    if len(argv) == 1 and argv[0].startswith("--format="):
-        return argv[0].partition("=")[2]
-    raise HookError(f"unexpected arguments {' '.join(argv)!r}: use stop [--format FORMAT]")
+class HookArgs:
+    """``stop``'s options: the output format (the agent) and Cursor's follow-up cap."""
+
+    __slots__ = ("loop_limit", "output_format")
+
+    def __init__(self, output_format: str = DEFAULT_FORMAT, loop_limit: int | None = None) -> None:
+        self.output_format = output_format
+        self.loop_limit = loop_limit
+
+
+def parse_args(argv: list[str]) -> HookArgs:
+    """``[--format X] [--loop-limit N]``, each also as ``--flag=value``; anything else is an
+    error (and the stop is allowed)."""
+    values: dict[str, str] = {}
+    rest = list(argv)
+    while rest:
+        flag, given, value = rest.pop(0).partition("=")
+        if flag not in ("--format", "--loop-limit") or flag in values:
+            raise HookError(_usage(argv))
+        if not given:
+            if not rest:
+                raise HookError(_usage(argv))
+            value = rest.pop(0)
+        values[flag] = value
+    limit = values.get("--loop-limit")
+    if limit is not None and not (limit.isascii() and limit.isdigit()):
+        raise HookError(f"--loop-limit must be a whole number, not {limit!r}")
+    return HookArgs(values.get("--format", DEFAULT_FORMAT), None if limit is None else int(limit))
+
+
+def _usage(argv: list[str]) -> str:
+    return f"unexpected arguments {' '.join(argv)!r}: use stop [--format FORMAT] [--loop-limit N]"
 
 
 class StopRun:
@@ -126,9 +156,15 @@ class StopRun:
         self.now = now
         self.project: str | None = env.get("CLAUDE_PROJECT_DIR") or None
 
-    def handle(self, raw: bytes, output_format: str) -> tuple[str | None, StopRecord | None]:
-        """The line to print (None: nothing) and what to add to the history (None: nothing)."""
-        env_session = self.env.get("CLAUDE_CODE_SESSION_ID")
+    def handle(self, raw: bytes, args: HookArgs) -> tuple[str | None, StopRecord | None]:
+        """The line to print (None: nothing) and what to add to the history (None: nothing).
+
+        Only Claude Code's hook reads ``CLAUDE_CODE_SESSION_ID``: another agent run from
+        inside a Claude Code session inherits it, and it is not that agent's session.
+        """
+        output_format = args.output_format
+        claude = output_format == DEFAULT_FORMAT
+        env_session = self.env.get("CLAUDE_CODE_SESSION_ID") if claude else None
         if (
             self.project is not None
             and paths.valid_session_id(env_session)
@@ -138,31 +174,52 @@ class StopRun:
         from ralphctl.hook import mapper
 
         mapper.check(output_format)
-        event = parse(raw)
+        own_project = PROJECT_ENV.get(output_format)
+        self.project = (own_project and self.env.get(own_project)) or self.project
+        event = parse(raw, output_format)
         if event.hook_event_name is not None and event.hook_event_name not in EVENTS:
+            return None, None
+        session = next(
+            (s for s in (event.session_id, env_session) if paths.valid_session_id(s)), None
+        )
+        if (  # the other CLIs' fast path (Claude Code's is its environment, above)
+            not claude
+            and session is not None
+            and not locate.might_apply(
+                paths.unchecked_project_dir(self.project, event.cwd), session, legacy=False
+            )
+        ):
             return None, None
         try:
             self.project = paths.project_dir(self.project, event.cwd)
         except paths.UnsafeDirectory:
             self.project = None  # no log there either
             raise
-        session = next(
-            (s for s in (event.session_id, env_session) if paths.valid_session_id(s)), None
-        )
         if session is None:
             raise HookError(f"no valid session_id in the Stop input ({event.session_id!r})")
-        found = locate.find(self.project, session, event.transcript_path, self.now)
+        found = locate.find(  # the official plugin's state file is Claude Code's only
+            self.project, session, event.transcript_path, self.now, event.final_text, legacy=claude
+        )
         if found is None:
             if event.stop_hook_active and locate.vanished(self.project, session):
                 self._vanished(paths.tracker_path(self.project, session))
             return None, None
-        decided = self._decide(found, event, session)
+        if not event.completed_turn:  # aborted or failed: the loop waits for a real end
+            warn(
+                f"{CLI_NAMES[output_format]} ended this turn with status {event.status!r}: not "
+                "a completion; the loop goes on at the next completed turn",
+                self.project,
+            )
+            return None, None
+        decided = self._decide(found, event, session, args)
         if decided is None:
             return None, None
         line = mapper.render(decided.outcome.intent, output_format)
         return line, self._record(decided, session, output_format)
 
-    def _decide(self, found: Found, event: StopEvent, session: str) -> Decided | None:
+    def _decide(
+        self, found: Found, event: StopEvent, session: str, args: HookArgs
+    ) -> Decided | None:
         """Read, decide and write back, under the tracker's lock."""
         from ralphctl.hook.clock import iso
         from ralphctl.hook.lock import FileLock
@@ -187,12 +244,17 @@ class StopRun:
                 save_fields(found.path, tracker.fields | broken, legacy=found.legacy)
                 return None
             final_text = event.final_text
-            if final_text is None:  # CLIs before 2.1.47: the transcript, which may lag
+            if final_text is None:  # Claude Code before 2.1.47, Copilot, Cursor: may lag
                 from ralphctl.hook.transcript import last_assistant_text
 
                 final_text = last_assistant_text(event.transcript_path)
             outcome = decide(
-                state, final_text, stop_hook_active=event.stop_hook_active, now=iso(self.now)
+                state,
+                final_text,
+                stop_hook_active=event.stop_hook_active,
+                now=iso(self.now),
+                cli=CLI_NAMES[args.output_format],
+                agent_cap=_agent_cap(args, event),
             )
             fields = tracker.fields | outcome.changes
             if not _text(fields.get("loop_id")):
@@ -281,6 +343,17 @@ class Decided:
         self.iteration = iteration
         self.final_text = final_text
         self.messages = messages  # the seqs of the user's messages the block delivered
+
+
+def _agent_cap(args: HookArgs, event: StopEvent) -> str | None:
+    """Why a block would not reach the agent, if the CLI's own cap is reached: Cursor sends
+    no follow-up once ``loop_count`` reaches its ``loop_limit`` and ends the loop itself."""
+    if args.output_format != "cursor" or event.loop_count is None:
+        return None
+    limit = CURSOR_LOOP_LIMIT if args.loop_limit is None else args.loop_limit
+    if event.loop_count < limit:
+        return None
+    return f"ended by Cursor's loop_limit ({limit} follow-ups)"
 
 
 def _state(found: Found, tracker: Tracker, now: float) -> LoopState:

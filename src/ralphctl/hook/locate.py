@@ -30,30 +30,40 @@ class Found:
         self.legacy = legacy
 
 
-def might_apply(project: str, session_id: str) -> bool:
-    """Cheap pre-check: False means no loop can apply, so the Stop passes through untouched."""
+def might_apply(project: str, session_id: str, *, legacy: bool = True) -> bool:
+    """Cheap pre-check: False means no loop can apply, so the Stop passes through untouched.
+    ``legacy``: the official plugin's state file may apply (Claude Code sessions only)."""
     try:
         own = load(paths.tracker_path(project, session_id))
-        legacy = load(paths.legacy_path(project), legacy=True)
+        state = load(paths.legacy_path(project), legacy=True) if legacy else None
     except TrackerError:
         return True  # let the full path report it
     return (
         (own is not None and is_active(own.fields))
         or (own is None and vanished(project, session_id))
         or _has_pending(project)
-        or (legacy is not None and legacy_applies(legacy.fields, session_id))
+        or (state is not None and legacy_applies(state.fields, session_id))
     )
 
 
-def find(project: str, session_id: str, transcript_path: str | None, now: float) -> Found | None:
-    """The loop of this session, claiming a pending or an unowned legacy one if needed."""
+def find(
+    project: str,
+    session_id: str,
+    transcript_path: str | None,
+    now: float,
+    final_text: str | None = None,
+    *,
+    legacy: bool = True,
+) -> Found | None:
+    """The loop of this session, claiming a pending or (``legacy``: a Claude Code session)
+    an unowned legacy one if needed."""
     own = paths.tracker_path(project, session_id)
     tracker = load(own)
     if tracker is not None and is_active(tracker.fields):
         return Found(own, paths.lock_for(own))
-    if claimed := claim_pending(project, session_id, transcript_path, now):
+    if claimed := claim_pending(project, session_id, transcript_path, now, final_text):
         return Found(claimed, paths.lock_for(claimed))
-    return _legacy(project, session_id, now)
+    return _legacy(project, session_id, now) if legacy else None
 
 
 def vanished(project: str, session_id: str) -> bool:
@@ -74,19 +84,26 @@ def legacy_applies(fields: dict[str, Scalar], session_id: str) -> bool:
 
 
 def claim_pending(
-    project: str, session_id: str, transcript_path: str | None, now: float
+    project: str,
+    session_id: str,
+    transcript_path: str | None,
+    now: float,
+    final_text: str | None = None,
 ) -> str | None:
     """Claim, exactly once, a pending tracker armed in this session; returns its new path.
 
     A pending tracker carries the arming token printed into the arming session's context; a
     session whose transcript shows activity after the arming but not the token is another
-    session, and may not claim it. The claim is a rename: of two sessions, one wins and the
-    other gets ENOENT.
+    session, and may not claim it; without a transcript, one whose final text lacks it.
+    The claim is a rename: of two sessions, one wins and the other gets ENOENT.
     """
+    directory = paths.pending_dir(project)
+    names = _pending_names(directory)
+    if not names:
+        return None
     from ralphctl.hook.transcript import may_have_armed
 
-    directory = paths.pending_dir(project)
-    for name in _pending_names(directory):
+    for name in names:
         pending = os.path.join(directory, name)
         try:
             tracker = load(pending)
@@ -100,7 +117,9 @@ def claim_pending(
             _remove(pending)
             continue
         token, armed_at = tracker.fields.get("arm_token"), _started(tracker)
-        if isinstance(token, str) and not may_have_armed(transcript_path, token, armed_at or now):
+        if isinstance(token, str) and not may_have_armed(
+            transcript_path, token, armed_at or now, final_text
+        ):
             continue  # armed in another session
         if target := _claim(project, session_id, pending, now):
             return target

@@ -2,22 +2,31 @@
 
 Claude Code and Codex: ``{"decision": "block", "reason": …, "systemMessage": …}``; an allowed
 stop prints nothing, or only ``{"systemMessage": …}``. Gemini's AfterAgent hook says
-``"deny"`` where the others say ``"block"``. A block's reason is never empty (Codex rejects
-an empty one, and it is the agent's next instruction).
+``"deny"`` where the others say ``"block"``. Copilot's agentStop takes only ``decision`` and
+``reason`` (no message for the user). Cursor's stop hook has one output,
+``{"followup_message": …}``, sent as the next user message; an allowed stop prints nothing.
+A Gemini block may also ask for a fresh context, ``hookSpecificOutput.clearContext``.
+A block's reason is never empty (Codex rejects an empty one, and it is the agent's next
+instruction).
 """
 
 from __future__ import annotations
 
 from ralphctl.domain.defaults import CONTINUE_MESSAGE
 from ralphctl.hook.jsonio import dumps
-from ralphctl.hook.stop import Intent, StopBlock
 
-FORMATS = ("claude", "codex", "gemini")
-_BLOCK_WORD = {"claude": "block", "codex": "block", "gemini": "deny"}
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ralphctl.hook.stop import Intent
+
+FORMATS = ("claude", "codex", "gemini", "copilot", "cursor")
+_BLOCK_WORD = {"claude": "block", "codex": "block", "gemini": "deny", "copilot": "block"}
+#: Formats whose CLI shows a ``systemMessage`` to the user.
+_SYSTEM_MESSAGE = frozenset({"claude", "codex", "gemini"})
 
 
 def check(output_format: str) -> None:
-    if output_format not in _BLOCK_WORD:
+    if output_format not in FORMATS:
         raise ValueError(f"unknown hook output format {output_format!r}: use {', '.join(FORMATS)}")
 
 
@@ -26,10 +35,17 @@ def render(intent: Intent | None, output_format: str) -> str | None:
     check(output_format)
     if intent is None:
         return None
-    document: dict[str, str] = {}
+    from ralphctl.hook.stop import StopBlock  # the brain: only once a loop applies
+
+    document: dict[str, object] = {}
     if isinstance(intent, StopBlock):
+        reason = intent.reason.strip() or CONTINUE_MESSAGE
+        if output_format == "cursor":
+            return dumps({"followup_message": reason})
         document["decision"] = _BLOCK_WORD[output_format]
-        document["reason"] = intent.reason.strip() or CONTINUE_MESSAGE
-    if intent.system_message:
+        document["reason"] = reason
+        if intent.clear_context and output_format == "gemini":
+            document["hookSpecificOutput"] = {"hookEventName": "AfterAgent", "clearContext": True}
+    if intent.system_message and output_format in _SYSTEM_MESSAGE:
         document["systemMessage"] = intent.system_message
     return dumps(document) if document else None

@@ -45,16 +45,22 @@ def valid_session_id(value: object) -> TypeGuard[str]:
 
 
 def project_dir(env_project: str | None, stdin_cwd: str | None) -> str:
-    """``CLAUDE_PROJECT_DIR``, else the Stop input's ``cwd``, else the hook's own cwd.
+    """``CLAUDE_PROJECT_DIR`` (or the agent's own variable), else the Stop input's ``cwd``,
+    else the hook's own cwd.
 
     The environment comes first because the agent may have ``cd``-ed into a subdirectory.
     UnsafeDirectory if it is no place for a loop (``domain.workdirs``): the hook then
     writes nothing there, not even its log.
     """
+    return check_project(unchecked_project_dir(env_project, stdin_cwd))
+
+
+def unchecked_project_dir(env_project: str | None, stdin_cwd: str | None) -> str:
+    """The directory ``project_dir`` checks: only to read from (a cheap pre-check)."""
     for candidate in (env_project, stdin_cwd):
         if candidate and os.path.isdir(candidate):
-            return check_project(os.path.abspath(candidate))
-    return check_project(os.getcwd())
+            return os.path.abspath(candidate)
+    return os.getcwd()
 
 
 def check_project(project: str) -> str:

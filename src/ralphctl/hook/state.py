@@ -61,6 +61,7 @@ def loop_state(tracker: Tracker, now: float) -> LoopState:
         last_decision=optional_str(fields, "last_decision"),
         stop_hook_active_count=optional_int(fields, "stop_hook_active_count", minimum=0) or 0,
         cap_overrides=optional_int(fields, "cap_overrides", minimum=0) or 0,
+        clear_context=fields.get("clear_context") is True,
     )
 
 

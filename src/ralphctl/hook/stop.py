@@ -26,33 +26,46 @@ from ralphctl.hook.frontmatter import Scalar
 
 BLOCK = "block"
 ALLOW = "allow"
+CLAUDE_CODE = "Claude Code"
 CAP_NOTE = (
     "the previous turn was ended by Claude Code, not by this hook (its block cap, see "
     "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, or an interrupt): that was not a completion"
 )
+#: The same note for the other CLIs; ``{cli}`` is the CLI's name.
+OTHER_CAP_NOTE = (
+    "the previous turn was ended by {cli}, not by this hook (its own cap on continuations, "
+    "or an interrupt): that was not a completion"
+)
+#: A loop ended because the CLI would not deliver another block (Cursor's loop_limit).
+AGENT_CAP_REASON = "interrupted"
 NOTHING = Detection(completed=False, blocked_reason=None, evidence=None)
 
 
 class StopBlock:
-    """Keep the agent working: ``reason`` is its next instruction (never empty)."""
+    """Keep the agent working: ``reason`` is its next instruction (never empty).
+    ``clear_context`` asks the CLI for a fresh context first (Gemini CLI only)."""
 
-    __slots__ = ("reason", "system_message")
+    __slots__ = ("clear_context", "reason", "system_message")
 
-    def __init__(self, reason: str, system_message: str | None = None) -> None:
+    def __init__(
+        self, reason: str, system_message: str | None = None, *, clear_context: bool = False
+    ) -> None:
         self.reason = reason
         self.system_message = system_message
+        self.clear_context = clear_context
+
+    def _key(self) -> tuple[str, str | None, bool]:
+        return (self.reason, self.system_message, self.clear_context)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StopBlock) and (self.reason, self.system_message) == (
-            other.reason,
-            other.system_message,
-        )
+        return isinstance(other, StopBlock) and self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash((self.reason, self.system_message))
+        return hash(self._key())
 
     def __repr__(self) -> str:
-        return f"StopBlock({self.reason!r}, {self.system_message!r})"
+        clear = ", clear_context=True" if self.clear_context else ""
+        return f"StopBlock({self.reason!r}, {self.system_message!r}{clear})"
 
 
 class Allow:
@@ -83,6 +96,7 @@ class LoopState:
         "body",
         "budgets",
         "cap_overrides",
+        "clear_context",
         "iteration",
         "last_decision",
         "marker",
@@ -105,6 +119,7 @@ class LoopState:
         stop_hook_active_count: int = 0,
         cap_overrides: int = 0,
         note: str | None = None,
+        clear_context: bool = False,
     ) -> None:
         self.iteration = iteration  # the iteration that just ended, counting from 1
         self.budgets = budgets
@@ -116,6 +131,7 @@ class LoopState:
         self.stop_hook_active_count = stop_hook_active_count
         self.cap_overrides = cap_overrides
         self.note = note  # added to every system message (e.g. a capped legacy budget)
+        self.clear_context = clear_context  # each block asks for a fresh context (Gemini)
 
 
 class Ended:
@@ -151,12 +167,23 @@ class Outcome:
         self.cap_override = cap_override
 
 
-def decide(state: LoopState, final_text: str, *, stop_hook_active: bool, now: str) -> Outcome:
-    """Decide one Stop of an active loop. ``now`` is the ISO time to record.
+def decide(
+    state: LoopState,
+    final_text: str,
+    *,
+    stop_hook_active: bool,
+    now: str,
+    cli: str = CLAUDE_CODE,
+    agent_cap: str | None = None,
+) -> Outcome:
+    """Decide one Stop of an active loop. ``now`` is the ISO time to record; ``cli`` names
+    the agent CLI in messages.
 
     ``stop_hook_active`` never ends the loop (the bound is max_iterations), it is counted.
-    A Stop without it while our last word was "block" means Claude Code ended the previous
-    turn itself (its block cap, or an interrupt): counted and reported, never a completion.
+    A Stop without it while our last word was "block" means the CLI ended the previous turn
+    itself (its block cap, or an interrupt): counted and reported, never a completion.
+    ``agent_cap`` (why) says the CLI would drop a block now (Cursor's loop_limit): the loop
+    then ends there as interrupted unless a stop rule ended it first.
     """
     changes: dict[str, Scalar] = {"last_decision_at": now}
     notes = [state.note] if state.note else []
@@ -165,7 +192,7 @@ def decide(state: LoopState, final_text: str, *, stop_hook_active: bool, now: st
     cap_override = not stop_hook_active and state.last_decision == BLOCK
     if cap_override:
         changes["cap_overrides"] = state.cap_overrides + 1
-        notes.append(CAP_NOTE)
+        notes.append(CAP_NOTE if cli == CLAUDE_CODE else OTHER_CAP_NOTE.format(cli=cli))
     detection = _detect(state, final_text)
     totals = state.totals
     fired = first_stop(
@@ -180,6 +207,8 @@ def decide(state: LoopState, final_text: str, *, stop_hook_active: bool, now: st
         completed=detection.completed,
         blocked_reason=detection.blocked_reason,
     )
+    if fired is None and agent_cap is not None:
+        fired = (AGENT_CAP_REASON, agent_cap)
     if fired is not None:
         ended = Ended(*fired)
         changes |= {
@@ -194,9 +223,8 @@ def decide(state: LoopState, final_text: str, *, stop_hook_active: bool, now: st
     changes |= {"iteration": following, "last_decision": BLOCK}
     progress = f"Ralph iteration {following}{_of(state.budgets)}"
     reason = f"{state.reason.strip() or progress}\n\n({progress})"
-    return Outcome(
-        StopBlock(reason, _join(progress, notes)), changes, detection, None, cap_override
-    )
+    block = StopBlock(reason, _join(progress, notes), clear_context=state.clear_context)
+    return Outcome(block, changes, detection, None, cap_override)
 
 
 def _detect(state: LoopState, final_text: str) -> Detection:
@@ -220,6 +248,8 @@ def _ended_message(state: LoopState, ended: Ended) -> str:
         return f"Ralph loop blocked at iteration {n}: {ended.detail}"
     if ended.reason == stoprules.MAX_ITERATIONS:
         return f"Ralph loop stopped: max iterations ({state.budgets.max_iterations}) reached."
+    if ended.reason == AGENT_CAP_REASON:
+        return f"Ralph loop stopped at iteration {n}: {ended.detail} (not a completion)."
     return f"Ralph loop stopped at iteration {n}: {ended.reason} {ended.detail}."
 
 

@@ -3,6 +3,10 @@
 Claude Code writes each content block of an assistant message as its own line, all sharing
 ``message.id``; some versions repeat earlier blocks. Old CLIs (before 2.1.47) send no
 ``last_assistant_message``, so the hook reads the final text from the transcript's tail.
+Copilot CLI never sends the final text: its ``events.jsonl`` has one ``assistant.message``
+line per message (``data.content``). Cursor's transcript lines carry ``role`` and
+``message.content``; Codex's rollout lines ``payload`` with ``role`` and ``content``.
+Gemini CLI's transcript is one JSON document, not lines: only searched for a token.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ SEARCH_BYTES = 64 * 1024 * 1024
 LAG_TOLERANCE_S = 2.0
 #: How many of the last lines are read for the newest timestamp.
 NEWEST_OF_LINES = 50
+#: Content block types holding the assistant's text (Codex says ``output_text``).
+_TEXT_BLOCKS = ("text", "output_text")
 
 
 def last_assistant_text(path: str | None) -> str:
@@ -42,24 +48,39 @@ def last_assistant_text(path: str | None) -> str:
             last_id, texts = message_id, []
         for block in _blocks(message):
             text = block.get("text")
-            if block.get("type") == "text" and isinstance(text, str) and text not in texts:
+            if block.get("type") in _TEXT_BLOCKS and isinstance(text, str) and text not in texts:
                 texts.append(text)
     return "\n".join(texts)
 
 
-def may_have_armed(path: str | None, token: str, armed_at: float) -> bool:
+def may_have_armed(
+    path: str | None, token: str, armed_at: float, final_text: str | None = None
+) -> bool:
     """Could the session of this transcript be the one that printed ``token`` at ``armed_at``?
 
-    Yes if the token is there. Yes if the transcript cannot be read, or has not caught up
-    with the arming yet (it is written asynchronously: at the first Stop the arming tool's
-    output is often not in it). No once it shows later activity without the token: that is
-    another session of the same project.
+    Yes if the token is there. Yes if the transcript has not caught up with the arming yet
+    (it is written asynchronously: at the first Stop the arming tool's output is often not
+    in it). No once it shows later activity without the token (its lines' timestamps, else
+    the file's modification time): that is another session of the same project. Yes if a
+    given transcript cannot be read. A CLI that gives no transcript at all but the final
+    text (Codex may): the token must be in it; with neither, yes.
     """
     tail = _tail(path, SEARCH_BYTES)
-    if tail is None or token.encode() in tail:
+    if tail is None:
+        return bool(path) or final_text is None or token in final_text
+    if token.encode() in tail:
         return True
     newest = _newest_timestamp(tail)
+    if newest is None:
+        newest = _modified(path)
     return newest is None or newest <= armed_at + LAG_TOLERANCE_S
+
+
+def _modified(path: str | None) -> float | None:
+    try:
+        return os.stat(os.path.expanduser(path or "")).st_mtime
+    except (OSError, ValueError):
+        return None
 
 
 def _newest_timestamp(tail: bytes) -> float | None:
@@ -94,18 +115,31 @@ def _tail(path: str | None, limit: int) -> bytes | None:
 
 
 def _assistant_message(line: bytes) -> dict[str, object] | None:
-    if b'"assistant"' not in line:
+    """The assistant message of one line, as ``{"id", "content"}``, in any CLI's spelling."""
+    if b"assistant" not in line:
         return None
     try:
         record = loads(line)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(record, dict) or record.get("type") != "assistant":
+    if not isinstance(record, dict) or record.get("isSidechain") is True:
         return None
-    if record.get("isSidechain") is True:
+    kind = record.get("type")
+    if kind == "assistant" or record.get("role") == "assistant":  # Claude Code, Cursor
+        message = record.get("message", record)
+    elif kind == "assistant.message":  # Copilot CLI
+        message = record.get("data")
+        if isinstance(message, dict) and message.get("parentToolCallId"):
+            return None  # a sub-agent's message
+    elif kind == "response_item":  # Codex
+        message = record.get("payload")
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            return None
+    else:
         return None
-    message = record.get("message")
-    return message if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        return None
+    return {"id": message.get("id", message.get("messageId")), "content": message.get("content")}
 
 
 def _blocks(message: dict[str, object]) -> list[dict[str, object]]:

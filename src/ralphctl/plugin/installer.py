@@ -36,15 +36,17 @@ class _SettingsWrite:
 def install(plan: Plan, *, exclusive_with: Sequence[Plan] = ()) -> Manifest:
     """Write the plan's files and settings edits; returns the new manifest.
 
-    Refused while one of ``exclusive_with`` is installed: Claude Code runs a plugin's Stop
-    hook and an identical settings hook both, so one Stop would count twice.
+    Refused while one of ``exclusive_with`` is installed: the CLIs run the hooks of every
+    settings layer (Claude Code a plugin's Stop hook and an identical settings hook both), so
+    one stop would count twice.
     """
     for other in exclusive_with:
         if _manifest(other.manifest) is not None:
+            agent = "" if other.agent == "claude" else f" --agent {other.agent}"
             raise InstallError(
                 f"ralphctl is already installed at {other.scope} scope ({other.manifest.parent}),"
                 " whose Stop hook would run alongside this one and count every stop twice:"
-                f" use it, or run `ralphctl plugin uninstall --scope {other.scope}` first"
+                f" use it, or run `ralphctl plugin uninstall{agent} --scope {other.scope}` first"
             )
     old = _manifest(plan.manifest)
     owned = set(old.files) if old else set()

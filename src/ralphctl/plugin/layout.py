@@ -75,8 +75,14 @@ def command_files(interpreter: Interpreter) -> dict[str, str]:
         "allow_arm": _allowed(arm),
         "allow_cancel": _allowed(cancel),
         "allow_status": _allowed(status),
+        "instructions": loop_instructions(),
     }
     return {f"{name}.md": render(_template(f"{name}.md"), values) for name in COMMANDS}
+
+
+def loop_instructions() -> str:
+    """What ``/ralph-loop`` tells the agent after arming its loop (every agent's command)."""
+    return _template("loop-instructions.md").rstrip("\n")
 
 
 def plugin_tree(interpreter: Interpreter, version: str) -> dict[str, str]:

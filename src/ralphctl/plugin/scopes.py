@@ -66,6 +66,7 @@ class Plan:
     settings: dict[Path, list[Wanted]]
     commands: tuple[str, ...]  # how a user types them
     registrations: tuple[Registration, ...] = ()
+    agent: str = "claude"  # whose CLI reads it (``ralphctl.plugin.targets``)
 
 
 def user_plan(interpreter: Interpreter, version: str) -> Plan:

@@ -1,4 +1,4 @@
-"""What is installed for a scope, and whether it still works."""
+"""What is installed for one agent at one scope, and whether it still works."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ralphctl.plugin.scopes import Plan, Scope
 
 @dataclass(frozen=True, slots=True)
 class Status:
+    agent: str
     scope: Scope
     manifest: Path
     installed: bool
@@ -43,6 +44,7 @@ class Status:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "agent": self.agent,
             "scope": str(self.scope),
             "installed": self.installed,
             "manifest": str(self.manifest),
@@ -58,8 +60,9 @@ def status(plan: Plan, other: Plan) -> Status:
     """Compare the manifest of ``plan``'s scope with the disk; ``other`` is the other scope."""
     manifest = installed(plan.manifest)
     if manifest is None:
-        return Status(plan.scope, plan.manifest, False, plan.commands)
+        return Status(plan.agent, plan.scope, plan.manifest, False, plan.commands)
     return Status(
+        agent=plan.agent,
         scope=plan.scope,
         manifest=plan.manifest,
         installed=True,

@@ -6,19 +6,16 @@ upgrade a schema.
 
 from __future__ import annotations
 
-import sqlite3
-import time
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, ProgrammingError, SQLAlchemyError
 
 from ralphctl.store.errors import StoreError
-from ralphctl.store.schema import HEAD_REVISION
+from ralphctl.store.revision import HEAD_REVISION
+from ralphctl.store.sqlite_direct import apply_settings
 from ralphctl.store.url import display, mask, sqlite_path
 
-_SQLITE_BUSY_TIMEOUT_S = 5.0
-_SQLITE_PRAGMAS = ("PRAGMA synchronous = NORMAL", "PRAGMA foreign_keys = ON")
 _PG_CONNECT_TIMEOUT_S = 10
 
 
@@ -98,31 +95,4 @@ def _create(url: str) -> Engine:
 
 
 def _sqlite_settings(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout = {int(_SQLITE_BUSY_TIMEOUT_S * 1000)}")
-        _enter_wal(cursor)
-        for pragma in _SQLITE_PRAGMAS:
-            cursor.execute(pragma)
-    finally:
-        cursor.close()
-
-
-def _enter_wal(cursor: sqlite3.Cursor) -> None:
-    """Switch to WAL (a persistent setting, so usually a no-op).
-
-    The switch needs an exclusive lock, and SQLite does not wait for it through
-    ``busy_timeout``: while other processes are opening a new database at once it can fail with
-    "database is locked". Retried here for as long as the busy timeout.
-    """
-    deadline = time.monotonic() + _SQLITE_BUSY_TIMEOUT_S
-    pause = 0.001
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
+    apply_settings(dbapi_connection)

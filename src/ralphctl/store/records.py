@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
@@ -124,3 +124,24 @@ class CheckpointRecord:
     commit_sha: str
     snapshot: dict[str, Any]
     created_at: datetime
+
+
+def record_values(record: Any) -> dict[str, Any]:
+    """A record's fields as a row's column values (column names are field names)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
+
+
+def loop_values(loop: LoopRecord) -> dict[str, Any]:
+    """A loop's row values: its status and stop reason as their strings."""
+    values = record_values(loop)
+    values["status"] = str(loop.status)
+    values["stop_reason"] = None if loop.stop_reason is None else str(loop.stop_reason)
+    return values
+
+
+def loop_from_row(values: dict[str, Any]) -> LoopRecord:
+    """The loop a row (its column values) holds."""
+    values["status"] = LoopStatus(values["status"])
+    if values["stop_reason"] is not None:
+        values["stop_reason"] = StopReason(values["stop_reason"])
+    return LoopRecord(**values)

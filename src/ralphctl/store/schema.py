@@ -1,7 +1,7 @@
 """The tables, as SQLAlchemy Core metadata; column names match the fields in ``records.py``.
 
-Migrations create exactly this schema (a test compares them); ``HEAD_REVISION`` names the newest
-migration, so that opening a current database needs one query and no Alembic import.
+Migrations create exactly this schema (a test compares them); ``revision.HEAD_REVISION`` names
+the newest migration, so that opening a current database needs one query and no Alembic import.
 """
 
 from __future__ import annotations
@@ -29,8 +29,6 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
-
-HEAD_REVISION = "0005"
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -2,7 +2,8 @@
 
 A chunk is compressed on its own, so a transcript can be read (and followed) chunk by chunk,
 and what was written before a crash is readable without what would have come after it. Reads
-are paged: a transcript of any size is never held whole.
+are paged: a transcript of any size is never held whole. Writing is a run's hot path and
+goes through ``Store`` (no SQLAlchemy import on SQLite); the readers import SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -11,11 +12,10 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, func, insert, select, tuple_
-
-from ralphctl.store.repository import Store
-from ralphctl.store.schema import iterations, transcript_chunks
+if TYPE_CHECKING:
+    from ralphctl.store.repository import Store
 
 #: Measured on 100 MB of stream-json (tool results of source files, 1 MiB chunks, 2 busy
 #: cores): level 1 writes 30 MB/s to SQLite or PostgreSQL and stores a fifth (x5.2); level 6
@@ -23,8 +23,6 @@ from ralphctl.store.schema import iterations, transcript_chunks
 COMPRESSION_LEVEL = 1
 #: Chunks read per query: a page of at most this many chunks is in memory at once.
 PAGE_CHUNKS = 8
-
-_INSERT_CHUNK = insert(transcript_chunks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,13 +42,16 @@ def append_chunk(store: Store, loop_id: str, n: int, seq: int, data: bytes) -> i
         "raw_bytes": len(data),
         "created_at": datetime.now(UTC),
     }
-    with store.transaction(f"record the transcript of iteration {n}") as conn:
-        conn.execute(_INSERT_CHUNK, values)
+    store.add_transcript_chunk(values)
     return len(packed)
 
 
 def read_chunks(store: Store, loop_id: str, n: int, *, after: int = -1) -> list[TranscriptChunk]:
     """The next page of chunks of iteration ``n`` after chunk ``after``, in order."""
+    from sqlalchemy import select
+
+    from ralphctl.store.schema import transcript_chunks
+
     query = (
         select(transcript_chunks.c.seq, transcript_chunks.c.data)
         .where(
@@ -76,16 +77,16 @@ def iter_transcript(store: Store, loop_id: str, n: int, *, after: int = -1) -> I
 
 def next_chunk_seq(store: Store, loop_id: str, n: int) -> int:
     """The seq the next chunk of iteration ``n`` takes: 0, or one after the last stored."""
-    query = select(func.max(transcript_chunks.c.seq)).where(
-        transcript_chunks.c.loop_id == loop_id, transcript_chunks.c.n == n
-    )
-    with store.transaction(f"read the transcript of iteration {n}") as conn:
-        last = conn.execute(query).scalar()
-    return 0 if last is None else int(last) + 1
+    last = store.last_transcript_seq(loop_id, n)
+    return 0 if last is None else last + 1
 
 
 def iteration_status(store: Store, loop_id: str, n: int) -> str | None:
     """The status of iteration ``n`` (``running``, ``ok``…); None if it was never begun."""
+    from sqlalchemy import select
+
+    from ralphctl.store.schema import iterations
+
     query = select(iterations.c.status).where(iterations.c.loop_id == loop_id, iterations.c.n == n)
     with store.transaction(f"read iteration {n}") as conn:
         return conn.execute(query).scalar()
@@ -93,6 +94,10 @@ def iteration_status(store: Store, loop_id: str, n: int) -> str | None:
 
 def transcript_sizes(store: Store, loop_id: str) -> dict[int, tuple[int, int]]:
     """Per iteration with a transcript: (raw bytes, stored bytes)."""
+    from sqlalchemy import func, select
+
+    from ralphctl.store.schema import transcript_chunks
+
     query = (
         select(
             transcript_chunks.c.n,
@@ -109,6 +114,10 @@ def transcript_sizes(store: Store, loop_id: str) -> dict[int, tuple[int, int]]:
 def prune_transcripts(store: Store, started_before: datetime) -> int:
     """Delete the transcripts of finished iterations that started before ``started_before``;
     returns how many chunks went."""
+    from sqlalchemy import delete, select, tuple_
+
+    from ralphctl.store.schema import iterations, transcript_chunks
+
     old = select(iterations.c.loop_id, iterations.c.n).where(
         iterations.c.started_at < started_before, iterations.c.status != "running"
     )

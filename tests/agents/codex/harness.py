@@ -5,6 +5,11 @@ selects the mock as the model provider, with no request or stream retries so tha
 come back at once. ``CODEX_HOME`` is kept out of ``/tmp``: under a temporary dir Codex 0.169.0
 refuses to create its helper binaries (it warns and goes on here; reported elsewhere to break
 its sandboxed shell), so it goes under ``/var/tmp`` when that is writable.
+
+The sandboxed shell writes to the project and a private ``TMPDIR`` only, never to ``/tmp``:
+Codex mounts a read-only ``.git`` over every writable root, and for ``/tmp`` bubblewrap makes
+that mount point in the machine's own ``/tmp``, so a ``/tmp/.git`` came and went while a test
+ran, and a concurrent test found its ``/tmp`` project "inside a git repository".
 """
 
 from __future__ import annotations
@@ -66,16 +71,20 @@ def provider_config(base_url: str, *, model: str = MODEL) -> str:
         "request_max_retries = 0\n"
         "stream_max_retries = 0\n"
         "stream_idle_timeout_ms = 20000\n"
+        "\n"
+        "[sandbox_workspace_write]\n"
+        "exclude_slash_tmp = true\n"
     )
 
 
-def hermetic_env(home: Path, codex_home: Path) -> dict[str, str]:
+def hermetic_env(home: Path, codex_home: Path, tmp: Path) -> dict[str, str]:
     """A complete environment (not an overlay): the CLI sees the temp homes only."""
     path = hermetic_path()
     return {
         "PATH": path,
         "HOME": str(home),
         "CODEX_HOME": str(codex_home),
+        "TMPDIR": str(tmp),
         KEY_ENV: "dummy",
         "TZ": "UTC",
         "NO_COLOR": "1",
@@ -157,12 +166,12 @@ def real_codex_session(
 ) -> Iterator[RealCodex]:
     """A started mock, fresh homes, and a project under ``project_root`` (outside git)."""
     with _codex_root() as base, MockResponsesApi(reset_in_s) as server:
-        home, codex_home = base / "home", base / "codex"
+        home, codex_home, tmp = base / "home", base / "codex", base / "tmp"
         project = project_root / "project"
-        for folder in (home, codex_home, project):
+        for folder in (home, codex_home, tmp, project):
             folder.mkdir(parents=True)
         (codex_home / "config.toml").write_text(provider_config(server.base_url))
-        env = {**hermetic_env(home, codex_home), BIN_ENV: str(binary)}
+        env = {**hermetic_env(home, codex_home, tmp), BIN_ENV: str(binary)}
         yield RealCodex(binary, server, project, home, codex_home, env)
 
 

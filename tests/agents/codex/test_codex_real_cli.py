@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
@@ -183,6 +184,22 @@ def test_each_cassette_still_matches_the_pinned_cli(codex, name):
 
     assert run.exit_code == recorded["exit_code"], run.stderr
     assert [shape(e) for e in run.events] == [shape(e) for e in lines]
+
+
+def test_the_sandboxed_shell_writes_to_its_own_tmpdir_and_never_to_the_machines_tmp(codex):
+    """Codex mounts a read-only ``.git`` over every writable root: were ``/tmp`` one,
+    bubblewrap would make ``/tmp/.git`` in the machine's ``/tmp`` while the command ran."""
+    probe = Path("/tmp") / f"ralphctl-codex-probe-{uuid.uuid4().hex}"
+    cmd = f'touch "$TMPDIR/probe" && echo own-tmpdir-writable; touch {probe} || echo tmp-refused'
+    codex.server.set_script(ToolCall("exec_command", {"cmd": cmd}), Reply("Probed."))
+
+    run = codex.run("Probe the temp dirs.", "--sandbox", "workspace-write")
+
+    assert run.exit_code == 0, run.stderr
+    (output,) = [item["aggregated_output"] for item in run.items("command_execution")]
+    assert "own-tmpdir-writable" in output
+    assert "tmp-refused" in output
+    assert not probe.exists()
 
 
 def adapter_run(codex: RealCodex, request: AgentRequest) -> tuple[CodexAdapter, CodexRun]:

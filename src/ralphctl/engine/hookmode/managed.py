@@ -56,7 +56,7 @@ def _continued(loop: LoopRecord, path: str, tracker: Tracker | None) -> Session:
     assert loop.agent_session_id is not None
     if loop.status is not LoopStatus.PAUSED or tracker is None or not tracker.fields.get("paused"):
         raise HookModeError(
-            f"loop {loop.id} ran in one Claude Code session (hook mode) that was not paused: "
+            f"loop {loop.id} ran in one {loop.agent} session (hook mode) that was not paused: "
             "it cannot be entered again; start a new loop (this one's history stays)"
         )
     now = time.time()

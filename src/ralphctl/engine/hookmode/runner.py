@@ -1,11 +1,12 @@
-"""The hook-mode loop: one Claude Code session kept going by its Stop hook, decided here.
+"""The hook-mode loop: one agent session kept going by its Stop hook, decided here.
 
 The session's Stop hook forwards every Stop to this runner (``server``), which decides and
-records it (``stops``). When the ``claude`` process ends while the loop is still active,
-Claude Code ended the session by itself: after a block (its block cap) the session is
-resumed with the loop's continue message; after an error (or without a Stop) the running
-iteration is recorded as an error and the session resumed after a back-off, until the
-circuit breaker's threshold of consecutive errors. A run ended by a usage limit is no error:
+records it (``stops``). An agent that names its sessions itself (Codex) has its id adopted
+as soon as the runner learns it (``adoption``). When the agent process ends while the loop
+is still active, the agent ended the session by itself: after a block (its block cap) the
+session is resumed with the loop's continue message; after an error (or without a Stop) the
+running iteration is recorded as an error and the session resumed after a back-off, until
+the circuit breaker's threshold of consecutive errors. A run ended by a usage limit is no error:
 the loop is parked until the limit resets, then the same session goes on (``parking``). With
 ``on_question = wait`` a Stop that asks the user something ends the session's turn; the loop
 is paused until the answer, then the same session goes on with it (``answers``). Every
@@ -21,18 +22,21 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from ralphctl.agents.base import AgentAdapter, AgentUnavailable
-from ralphctl.agents.events import AgentEvent
+from ralphctl.agents.events import AgentEvent, SessionStarted
 from ralphctl.agents.process import run_agent
+from ralphctl.agents.registry import spec_for
 from ralphctl.domain.backoff import backoff_delay
 from ralphctl.domain.conditions import Action, Decision, ExternalSignal, evaluate, remaining
 from ralphctl.domain.config import LoopConfig
-from ralphctl.domain.model import IterationResult
+from ralphctl.domain.model import IterationResult, ModelTokens
 from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.domain.stoprules import Budgets, Totals
 from ralphctl.domain.usage_limits import UsageLimit
+from ralphctl.engine.hookmode.adoption import AdoptionError, move_session
 from ralphctl.engine.hookmode.answers import Asked, answered_prompt, wait_for_answer
 from ralphctl.engine.hookmode.attribution import SessionTotals
 from ralphctl.engine.hookmode.guards import HookBreaker
@@ -50,6 +54,7 @@ from ralphctl.engine.sandboxing import bypass_warning
 from ralphctl.engine.transcript_writer import SessionTranscripts
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.stop import BLOCK
+from ralphctl.hook.tracker import TrackerError
 from ralphctl.store.records import LoopRecord
 
 if TYPE_CHECKING:
@@ -66,11 +71,19 @@ _INTERRUPTED_AS = {
 }
 #: What a stop or pause request that ends a usage-limit wait makes of the loop.
 _REQUESTED = {ExternalSignal.STOP: STOP_REQUESTED, ExternalSignal.PAUSE: PAUSED}
-CAPPED = (
-    "Claude Code ended the session itself after a block (its block cap, "
-    "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, or its own limits): that is not a completion; "
-    "resuming the session"
-)
+#: How each agent CLI may end a session by itself after a block.
+CLI_ENDS = {
+    "claude": "Claude Code ended the session itself after a block (its block cap, "
+    "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP, or its own limits)",
+    "codex": "Codex ended the session itself after a block (it has no block cap: "
+    "its own limits, or an error it did not report)",
+}
+
+
+def capped_message(agent: str) -> str:
+    """The warning for a session the agent ended itself after our block."""
+    ended = CLI_ENDS.get(agent, f"the {agent} CLI ended the session itself after a block")
+    return f"{ended}: that is not a completion; resuming the session"
 
 
 class HookLoopRunner:
@@ -106,6 +119,10 @@ class HookLoopRunner:
         self.history.on_failure = self.stops.recording_failed  # its writes are queued
         # A paused session's reported totals so far are what the loop has recorded.
         self._runs = SessionTotals(config.prices, self.history.tokens(), loop.cost_usd)
+        # the agent's id for the session is known (chosen by ralphctl, or adopted)
+        self._adopted = session.resume or not adapter.capabilities.chooses_session_id
+        if not self._adopted:
+            self.stops.adopt = self._adopt
         self._told: str | None = None  # the next run's prompt, if not the continue message
 
     @property
@@ -170,9 +187,12 @@ class HookLoopRunner:
                 return decision
             prompt, resume = self._told or self.tracker.continue_message(), True
             self._told = None
+            if not self._adopted:  # the agent ended before naming the session: start it anew
+                prompt, resume = self.session.prompt, False
 
     async def _run(self, prompt: str, resume: bool, socket_path: str) -> IterationResult:
-        meter = MeteredParser(self.adapter.new_parser(), self.config.prices)
+        parser, prices = self.adapter.new_parser(), self.config.prices
+        meter = MeteredParser(parser, prices, self._recorded_since(datetime.now(UTC)))
         self.stops.new_run(meter)
         left = remaining(self._totals(), self.config.budgets)
         command = session_command(
@@ -207,7 +227,7 @@ class HookLoopRunner:
             self.history.agent_ended()
 
     async def _after_run(self, result: IterationResult, resumed: bool) -> Decision | None:
-        """The ``claude`` process ended: the loop's end, or None to resume the session."""
+        """The agent process ended: the loop's end, or None to resume the session."""
         stops, history = self.stops, self.history
         interrupted = self.control.interrupt.is_set()
         fields = self.tracker.fields()
@@ -242,7 +262,7 @@ class HookLoopRunner:
         if decision.action is not Action.CONTINUE:
             return decision
         if capped:
-            history.warn(CAPPED)
+            history.warn(capped_message(self.adapter.name))
             return None
         if limit is not None:
             signal = await wait_out(history, limit, self.control.interrupt, stops.external)
@@ -373,7 +393,39 @@ class HookLoopRunner:
         open_ = self.history.open
         return open_.n if open_ else max(self.history.loop.iteration, 1)
 
+    def _recorded_since(self, since: datetime) -> Callable[[], tuple[ModelTokens, ...]] | None:
+        """The agent's own record of the session's responses since ``since`` (for a stream
+        that shows no usage while it runs), if the agent keeps one."""
+        try:
+            reader = spec_for(self.adapter.name).session_tokens
+        except ValueError:  # not a registered agent
+            return None
+        if reader is None:
+            return None
+        read = reader
+        return lambda: read(self.session.session_id, since) if self._adopted else ()
+
+    def _adopt(self, session_id: str) -> None:
+        """Take the agent's own id for the session (its first ``SessionStarted`` or Stop):
+        the tracker moves under it and the loop records it, for the hook and for resuming."""
+        if self._adopted:
+            return
+        self._adopted, self.stops.adopt = True, None
+        if session_id == self.session.session_id:
+            return
+        try:
+            path = move_session(str(self.history.workdir), self.tracker.path, session_id)
+        except (OSError, TrackerError, AdoptionError) as exc:
+            self.history.warn(f"cannot take the agent's session id {session_id!r}: {exc}")
+            return
+        self.session = replace(self.session, session_id=session_id, tracker=path)
+        self.tracker.path = path
+        self.stops.session_is(self.session)
+        self.history.save_loop(replace(self.loop, agent_session_id=session_id))
+
     def _agent_event(self, event: AgentEvent) -> None:
+        if not self._adopted and isinstance(event, SessionStarted) and event.session_id:
+            self._adopt(event.session_id)
         self.stops.on_agent_event(event)
         if self.observer is not None:
             open_ = self.history.open

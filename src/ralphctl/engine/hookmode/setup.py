@@ -78,7 +78,9 @@ def prepare(
     loop_id: str | None = None,
 ) -> Prepared:
     """Arm the tracker of a new session and create its ``mode="hook"`` loop (same id: the
-    tracker's, or ``loop_id``, which then becomes the tracker's)."""
+    tracker's, or ``loop_id``, which then becomes the tracker's). The session id is minted
+    here; for an agent that names its sessions itself it is a placeholder until the runner
+    adopts the agent's (``adoption``)."""
     session_id = str(uuid.uuid4())
     armed = _arm(root, task, session_id, config)
     if loop_id is not None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from ralphctl.agents.events import AgentEvent
+from ralphctl.agents.events import AgentEvent, TextChunk
 from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.conditions import Action, Decision, ExternalSignal
 from ralphctl.domain.config import LoopConfig
@@ -51,7 +51,8 @@ class Stops:
     have answered ended it (``on_question = wait``); ``fatal``: a recording failure, raised by
     the runner once the agent has stopped. ``external`` (the manager's requests and sentinel
     files) is asked at each Stop the loop would go on from; without it, ``.ralph/stop`` and
-    ``.ralph/pause`` are read."""
+    ``.ralph/pause`` are read. While ``adopt`` is set, the session's id is not known yet
+    (an agent that names its sessions, ``adoption``): the first Stop forwarded here names it."""
 
     def __init__(
         self,
@@ -76,30 +77,39 @@ class Stops:
         self.paused = False
         self.asked: Asked | None = None
         self.fatal: Exception | None = None
-        self.decided = 0  # Stops decided in the current claude run
-        self._last: tuple[bytes, int] | None = None
+        self.decided = 0  # Stops decided in the current agent run
+        self.adopt: Callable[[str], None] | None = None
+        self._last: tuple[bytes, int, int] | None = None
+        self._seen = 0  # the agent's texts so far: a new Stop comes after a new one
         self.activity = ActivityLog()
         self._unpriced: set[str] = set()
         self._env = {"CLAUDE_PROJECT_DIR": history.loop.workdir}
+        self.session_is(session)
+
+    def session_is(self, session: Session) -> None:
+        """The session (its id adopted from the agent, its tracker moved with it)."""
+        self.session = session
         self._env["CLAUDE_CODE_SESSION_ID"] = session.session_id
 
     def new_run(self, meter: MeteredParser) -> None:
-        """A new ``claude`` process of the session, metered by ``meter``."""
+        """A new agent process of the session, metered by ``meter``."""
         self.meter, self._last, self.decided = meter, None, 0
         self.asked = None
 
     def on_stop(self, request: StopRequest) -> Reply:
         """Decide one forwarded Stop (in the event loop: quick)."""
         session, text = _stop_input(request.raw)
+        if self.adopt is not None and session:  # the input's own id, never an inherited one
+            self.adopt(session)
         if (session or request.session_id) != self.session.session_id:
             return NOT_OURS  # e.g. a nested claude: its own hook decides, as a standalone one
         if self.control.interrupt.is_set() or self.ended is not None or self.paused:
             return ALLOW
         if self.asked is not None:  # the turn ends at the question: the runner waits
             return ALLOW
-        if self._last == (request.raw, self.meter.messages):
+        if self._last == (request.raw, self.meter.messages, self._seen):
             return ALLOW  # the same Stop from a second copy of the hook: the first one decided
-        self._last = (request.raw, self.meter.messages)
+        self._last = (request.raw, self.meter.messages, self._seen)
         self.decided += 1
         self._write_totals()
         line, record = respond(request.raw, request.argv, self._env, time.time())
@@ -134,6 +144,8 @@ class Stops:
             self.history.complete("ok", DECIDED_ALONE, self.meter.take(), denials=denials)
 
     def on_agent_event(self, event: AgentEvent) -> None:
+        if isinstance(event, TextChunk):
+            self._seen += 1
         self.activity.on_agent_event(event)
 
     def recording_failed(self, exc: Exception) -> None:

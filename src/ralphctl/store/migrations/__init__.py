@@ -17,7 +17,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, inspect
 
 from ralphctl.store.errors import StoreError
-from ralphctl.store.schema import HEAD_REVISION
+from ralphctl.store.revision import HEAD_REVISION
 from ralphctl.store.url import display
 
 _HERE = Path(__file__).parent
