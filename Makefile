@@ -17,6 +17,7 @@ test: $(INSTALLED) $(NODE_INSTALLED)
 	bash scripts/ensure-aider
 	bash scripts/ensure-amp
 	bash scripts/ensure-opencode
+	bash scripts/ensure-systemd
 	$(MAKE) --no-print-directory lint typecheck unit
 
 lint: $(INSTALLED)
@@ -47,6 +48,7 @@ bench: $(INSTALLED)
 	$(BIN)/python bench/hook_latency.py
 	$(BIN)/python bench/manager_scale.py
 	$(BIN)/python bench/server_events.py
+	$(BIN)/python bench/fleet.py
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

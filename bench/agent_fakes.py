@@ -43,25 +43,57 @@ def benchable() -> tuple[list[AgentSpec], list[str]]:
 
 #: The installed executable: one edit in the work dir per run whatever the fake does (so the
 #: loop progresses as a working agent's does and the no-progress guard never ends it), then
-#: the fake itself.
+#: the fake itself. At its end it appends the CPU time of its whole process (start-up
+#: included) to the CPU log, so that a benchmark can tell the agent's CPU from ralphctl's, and
+#: exits at once: the interpreter's clean-up (~5 ms of CPU) would come after the figure.
 _LAUNCHER = """#!{python} -IS
-import os, runpy, sys
+import os, resource, runpy, sys
 with open("bench-progress.md", "a") as progress:
     progress.write("run " + os.environ.get("RALPHCTL_ITERATION", "?") + "\\n")
 sys.argv[0] = {source!r}
-runpy.run_path({source!r}, run_name="__main__")
+try:
+    runpy.run_path({source!r}, run_name="__main__")
+    status = 0
+except SystemExit as stop:
+    status = stop.code if isinstance(stop.code, int) else 0 if stop.code is None else 1
+sys.stdout.flush()
+sys.stderr.flush()
+usage = resource.getrusage(resource.RUSAGE_SELF)
+with open({cpu_log!r}, "a") as log:
+    log.write(str(usage.ru_utime + usage.ru_stime) + "\\n")
+os._exit(status)
 """
 
 
 def install_fake(spec: AgentSpec, directory: Path) -> Path:
-    """The agent's fake as an executable in ``directory``, named as its CLI."""
+    """The agent's fake as an executable in ``directory``, named as its CLI; it logs its CPU
+    time to ``cpu_log(directory)``."""
     source = fake_source(spec)
     if source is None:
         raise SystemExit(f"no fake for {spec.name}: write {FAKES / (spec.name + '.py')}")
     target = directory / (spec.executable or spec.name)
-    target.write_text(_LAUNCHER.format(python=sys.executable, source=str(source)))
+    launcher = _LAUNCHER.format(
+        python=sys.executable, source=str(source), cpu_log=str(cpu_log(directory))
+    )
+    target.write_text(launcher)
     target.chmod(0o755)
     return target
+
+
+def cpu_log(directory: Path) -> Path:
+    """Where the fakes installed in ``directory`` log their CPU time (s), one line a run."""
+    return directory / "agent-cpu.log"
+
+
+def agents_cpu(directory: Path) -> float:
+    """The CPU time (s) the fakes installed in ``directory`` logged since the last call."""
+    log = cpu_log(directory)
+    try:
+        lines = log.read_text().split()
+    except FileNotFoundError:
+        return 0.0
+    log.unlink()
+    return sum(float(line) for line in lines)
 
 
 def bare_command(spec: AgentSpec, fake: Path, workdir: Path, prompt: Path) -> str:

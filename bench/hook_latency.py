@@ -66,7 +66,7 @@ FLOORS = {
     ],
 }
 BUDGET_MS = {"no loop": 20.0, "blocks": 35.0, "completes": 35.0}
-AGENTS = ("codex", "gemini", "copilot", "cursor")
+AGENTS = ("codex", "gemini", "copilot", "cursor", "opencode")
 #: The history of a Copilot session before the stop: a few hundred events.
 COPILOT_EVENTS = 400
 
@@ -105,6 +105,15 @@ def event(agent: str, project: Path, session: str, text: str, transcript: str) -
             "cwd": cwd,
             "transcriptPath": transcript,
             "stopReason": "end_turn",
+            "stop_hook_active": True,
+        }
+    elif agent == "opencode":  # as ralphctl's OpenCode plugin sends it at session.idle
+        data = {
+            "hook_event_name": "session.idle",
+            "session_id": session,
+            "cwd": cwd,
+            "last_assistant_message": text,
+            "status": "completed",
             "stop_hook_active": True,
         }
     else:

@@ -14,7 +14,13 @@ the adapter builds (bench/agent_fakes.py):
 
 - per-iteration overhead: the slope of ralphctl's time between a short run and a long one
   (both multiples of the default checkpoint interval, so checkpoint commits count at their
-  real rate), minus the shell loop's time per iteration; fixed costs cancel out;
+  real rate), minus the slope of the shell loop's; fixed costs cancel out. The rounds are
+  paired and interleaved (each runs both loops, short then long, and which loop goes first
+  alternates from round to round), so load on the machine hits both loops alike; the figure
+  is the median of the rounds' differences;
+- ralphctl's own CPU per iteration: the same slope of ralphctl's CPU time less the CPU time
+  its agents used (each fake logs its own, start-up included: bench/agent_fakes.py), so what
+  is left is ralphctl's process and the git commands it ran, whatever the load;
 - on repositories of growing size, against one ``git status`` of the same repository (on
   20,000 files also with checkpoints off, to show what the checkpoint commits add);
   repositories are built once and cached under the temp dir (bench/git_repos.py);
@@ -26,9 +32,10 @@ the adapter builds (bench/agent_fakes.py):
 
 Every figure is printed as wall-clock and CPU time (user + system of ralphctl and everything it
 ran): on a busy machine the wall clock also counts waiting for a CPU, the CPU time does not.
-Budgets (on the wall clock; printed next to the figures, never asserted): <= 10 ms per
-iteration on a small repository; <= one ``git status`` + 10 ms per iteration on 20,000 files;
-<= 300 ms start-up to the first spawn; <= 500 ms fixed cost of a run.
+Per-iteration figures also print ralphctl's own CPU ("own CPU"; "-" for the scripted agent,
+which logs none). Budgets (on the wall clock; printed next to the figures, never asserted):
+<= 10 ms per iteration on a small repository; <= one ``git status`` + 10 ms per iteration on
+20,000 files; <= 300 ms start-up to the first spawn; <= 500 ms fixed cost of a run.
 
     .venv/bin/python bench/overhead.py [--rounds R] [--sizes 1000,10000,20000] [--big]
     .venv/bin/python bench/overhead.py --agent codex      (small repository, one adapter)
@@ -49,7 +56,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_fakes import bare_command, benchable, install_fake
+from agent_fakes import agents_cpu, bare_command, benchable, install_fake
 from git_repos import IDENTITY, cached_repository, git_status, make_repository
 from ralphctl.agents.registry import spec_for
 from ralphctl.agents.spec import AgentSpec
@@ -66,16 +73,30 @@ SCRIPTED = {"steps": [{"text": "nothing to do", "cost_usd": 0.0001, "tokens": {"
 
 @dataclass(frozen=True)
 class Agent:
-    """How both loops run the agent: ralphctl's flags and the shell loop's command."""
+    """How both loops run the agent: ralphctl's flags and the shell loop's command; whether
+    the agent logs its CPU time (the installed fakes do)."""
 
     run_flags: tuple[str, ...]
     shell_command: str
+    logs_cpu: bool = True
+
+
+@dataclass(frozen=True)
+class Run:
+    """One loop's cost (s) and the CPU time (s) its agents logged."""
+
+    cost: Cost
+    agents_cpu: float
+
+    def own_cpu(self) -> float:
+        return self.cost.cpu - self.agents_cpu
 
 
 @dataclass(frozen=True)
 class Overhead:
     agent: Cost  # the shell loop's time per iteration (ms): the agent itself
     added: Cost  # what ralphctl adds per iteration (ms)
+    own_cpu: float | None  # ralphctl's CPU per iteration (ms), its agents' left out
 
 
 class Bench:
@@ -102,28 +123,40 @@ class Bench:
         script = self.root / "script.json"
         script.write_text(json.dumps(SCRIPTED))
         command = f"{sys.executable} -m ralphctl.agents.scripted_agent {script} < /dev/null"
-        return Agent(("--agent", "scripted", "--script", str(script)), command)
+        return Agent(("--agent", "scripted", "--script", str(script)), command, logs_cpu=False)
 
     def overhead(self, workdir: Path, agent: Agent, short: int, long: int, rounds: int) -> Overhead:
-        """Medians over ``rounds`` of the agent's cost and ralphctl's overhead per iteration."""
-        agents, added = [], []
-        for _ in range(rounds):
-            shell = self.shell_loop(workdir, agent, long) / long
-            short_run = self.ralphctl(workdir, agent, short)
-            long_run = self.ralphctl(workdir, agent, long)
-            agents.append(shell.ms())
-            added.append(((long_run - short_run) / (long - short) - shell).ms())
-        return Overhead(median(agents), median(added))
+        """Medians over ``rounds`` paired rounds of the agent's cost, ralphctl's overhead and
+        ralphctl's own CPU, per iteration (slopes between ``short`` and ``long`` runs)."""
+        agents, added, own = [], [], []
+        for round_ in range(rounds):
+            shell: dict[int, Run] = {}
+            ours: dict[int, Run] = {}
+            for n in (short, long):  # which loop goes first alternates between rounds
+                if round_ % 2:
+                    ours[n] = self.ralphctl(workdir, agent, n)
+                    shell[n] = self.shell_loop(workdir, agent, n)
+                else:
+                    shell[n] = self.shell_loop(workdir, agent, n)
+                    ours[n] = self.ralphctl(workdir, agent, n)
+            span = long - short
+            shell_slope = (shell[long].cost - shell[short].cost) / span
+            agents.append(shell_slope.ms())
+            added.append(((ours[long].cost - ours[short].cost) / span - shell_slope).ms())
+            own.append((ours[long].own_cpu() - ours[short].own_cpu()) / span * 1000)
+        own_cpu = statistics.median(own) if agent.logs_cpu else None
+        return Overhead(median(agents), median(added), own_cpu)
 
-    def shell_loop(self, workdir: Path, agent: Agent, iterations: int) -> Cost:
+    def shell_loop(self, workdir: Path, agent: Agent, iterations: int) -> Run:
         loop = (
             f"for i in $(seq 1 {iterations}); do "
             f"RALPHCTL_ITERATION=$i; export RALPHCTL_ITERATION; {agent.shell_command} || exit 1; "
             "done"
         )
-        return timed(["sh", "-c", loop], workdir, self.env)[0]
+        cost = timed(["sh", "-c", loop], workdir, self.env)[0]
+        return Run(cost, agents_cpu(self.root))
 
-    def ralphctl(self, workdir: Path, agent: Agent, iterations: int) -> Cost:
+    def ralphctl(self, workdir: Path, agent: Agent, iterations: int) -> Run:
         """The cost of one ``ralphctl run`` that ends on its iteration budget."""
         command = [
             str(BIN / "ralphctl"),
@@ -139,6 +172,7 @@ class Bench:
             str(workdir),
         ]
         cost, stderr = timed(command, workdir, self.env, expect=1)  # 1: a limit ended it
+        run = Run(cost, agents_cpu(self.root))
         with sqlite3.connect(self.db) as conn:
             ran, reason = conn.execute(
                 "SELECT iteration, stop_reason FROM loops ORDER BY created_at DESC LIMIT 1"
@@ -147,12 +181,12 @@ class Bench:
             raise SystemExit(
                 f"ralphctl run: {ran} of {iterations} iterations, ended by {reason}:\n{stderr}"
             )
-        return cost
+        return run
 
     def one_iteration(self, workdir: Path, agent: Agent) -> tuple[float, Cost]:
         """A one-iteration run: from its launch to its agent's spawn (ms), and its cost."""
         launched = time.time()
-        cost = self.ralphctl(workdir, agent, 1)
+        cost = self.ralphctl(workdir, agent, 1).cost
         with sqlite3.connect(self.db) as conn:
             (spawned,) = conn.execute(
                 "SELECT i.agent_started_at FROM iterations i JOIN loops l ON l.id = i.loop_id"
@@ -185,10 +219,10 @@ def report_small(bench: Bench, rounds: int) -> None:
     print(f"small git repository ({SMALL_REPOSITORY} files), {name} adapter, defaults")
     _header()
     _row("agent run (shell loop), per iteration", per.agent)
-    _row("ralphctl overhead, per iteration", per.added, _verdict(per.added.wall, 10))
+    _row("ralphctl overhead, per iteration", per.added, _verdict(per.added.wall, 10), per.own_cpu)
     ratio = (per.agent.wall + per.added.wall) / per.agent.wall if per.agent.wall else 0.0
     print(f"  {'ralphctl / shell loop, per iteration':<40} {ratio:8.2f}x")
-    print(f"  {'start-up to first spawn':<40} {startup:9.1f} {'':>9}   {_verdict(startup, 300)}")
+    print(f"  {'start-up to first spawn':<40} {startup:9.1f} {'':>19}   {_verdict(startup, 300)}")
     _row("fixed cost of a run (N=1 wall - agent)", fixed, _verdict(fixed.wall, 500))
 
 
@@ -205,16 +239,17 @@ def report_variants(bench: Bench, rounds: int) -> None:
     scripted = bench.overhead(old, bench.scripted_agent(), short=10, long=40, rounds=rounds)
     print("variants: ralphctl overhead per iteration")
     _header()
-    _row(f"{bench.spec.name} adapter, checkpoints off", no_checkpoints.added)
-    _row(f"{bench.spec.name} adapter, not a git directory", agent.added)
-    _row("scripted, no git, no-progress off (old)", scripted.added)
+    name = bench.spec.name
+    _row(f"{name} adapter, checkpoints off", no_checkpoints.added, own=no_checkpoints.own_cpu)
+    _row(f"{name} adapter, not a git directory", agent.added, own=agent.own_cpu)
+    _row("scripted, no git, no-progress off (old)", scripted.added, own=scripted.own_cpu)
 
 
 def report_sizes(bench: Bench, sizes: list[int], rounds: int) -> None:
     print(f"ralphctl overhead per iteration by repository size ({bench.spec.name}, defaults)")
     print(
-        f"  {'files':>8} {'git status':>21} {'overhead':>21} {'overhead - status':>18}"
-        "   budget (wall)"
+        f"  {'files':>8} {'git status':>21} {'overhead':>21} {'own CPU':>9}"
+        f" {'overhead - status':>18}   budget (wall)"
     )
     for files in sizes:
         workdir = cached_repository(files)
@@ -225,12 +260,14 @@ def report_sizes(bench: Bench, sizes: list[int], rounds: int) -> None:
         status = median([status_before, git_status(workdir)])
         over = per.added.wall - status.wall
         budget = _verdict(over, 10, "git status + ") if files == BIG else ""
-        print(f"  {files:>8} {_pair(status)} {_pair(per.added)} {over:15.1f} ms   {budget}")
+        line = f"{_pair(status)} {_pair(per.added)} {_own(per.own_cpu)} {over:15.1f} ms"
+        print(f"  {files:>8} {line}   {budget}")
         if files == BIG:  # what the checkpoint commits (every 5 iterations) add to it
             off = bench.agent(workdir, "--checkpoint-interval", "0")
             alone = bench.overhead(workdir, off, short=5, long=long, rounds=rounds)
             over = alone.added.wall - status.wall
-            print(f"  {'':>8} {'checkpoints off:':>21} {_pair(alone.added)} {over:15.1f} ms")
+            line = f"{_pair(alone.added)} {_own(alone.own_cpu)} {over:15.1f} ms"
+            print(f"  {'':>8} {'checkpoints off:':>21} {line}")
 
 
 def _verdict(value: float, budget: float, what: str = "") -> str:
@@ -238,11 +275,16 @@ def _verdict(value: float, budget: float, what: str = "") -> str:
 
 
 def _header() -> None:
-    print(f"  {'':<40} {'wall ms':>9} {'CPU ms':>9}   budget (wall)")
+    print(f"  {'':<40} {'wall ms':>9} {'CPU ms':>9} {'own CPU':>9}   budget (wall)")
 
 
-def _row(label: str, cost: Cost, budget: str = "") -> None:
-    print(f"  {label:<40} {cost.wall:9.1f} {cost.cpu:9.1f}   {budget}")
+def _row(label: str, cost: Cost, budget: str = "", own: float | None = None) -> None:
+    """A figure: its wall and CPU time, and ralphctl's own CPU time when measured."""
+    print(f"  {label:<40} {cost.wall:9.1f} {cost.cpu:9.1f} {_own(own)}   {budget}")
+
+
+def _own(cpu: float | None) -> str:
+    return f"{'-':>9}" if cpu is None else f"{cpu:9.1f}"
 
 
 def _pair(cost: Cost) -> str:

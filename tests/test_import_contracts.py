@@ -99,7 +99,7 @@ def test_a_run_on_a_current_sqlite_database_never_imports_sqlalchemy(tmp_path: P
         "PYTHONPROFILEIMPORTTIME": "1",
     }
     run = [sys.executable, "-m", "ralphctl", "run", "Note your progress.", "-C", str(workdir)]
-    run += ["--max-iterations", "1", "--cooldown", "0"]
+    run += ["--max-iterations", "2", "--cooldown", "0"]  # the 2nd reads the loop's messages
 
     def imported_by_a_run() -> set[str]:
         done = subprocess.run(

@@ -20,6 +20,8 @@ from typing import Any
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.engine.loops import new_loop
+from ralphctl.fleet.fleetloops import FleetLoop, store_fleet_loop
+from ralphctl.fleet.leases import acquire, release
 from ralphctl.hook.arming import arm
 from ralphctl.store.records import IterationRecord, LoopRecord
 from ralphctl.store.repository import Store
@@ -57,9 +59,15 @@ def fresh(workdir: Path, *, budgets: dict[str, Any] | None = None, **changes: An
     return replace(loop, config=config, created_at=T0, **changes)
 
 
-def with_iterations(store: Store, loop: LoopRecord, count: int, *, running: bool = False) -> str:
-    """Record ``count`` finished iterations (costs with float noise), and a running one."""
-    store.create_loop(loop)
+def with_iterations(
+    store: Store, loop: LoopRecord, count: int, *, running: bool = False, stored: bool = False
+) -> str:
+    """Record ``count`` finished iterations (costs with float noise), and a running one;
+    ``stored``: the loop exists (as its creator stored it) and is saved as ``loop``."""
+    if stored:
+        store.save_loop(loop)
+    else:
+        store.create_loop(loop)
     for n in range(1, count + 1):
         began = IterationRecord(loop.id, n, T0 + timedelta(minutes=n))
         store.begin_iteration(began)
@@ -246,11 +254,60 @@ SHAPES = [
 ]
 
 
-def build(store: Store, url: str, root: Path) -> dict[str, str]:
-    """Store every shape, each in a work dir of its own under ``root``; returns their ids."""
+def build(store: Store, url: str, root: Path, shapes: list[Shape] | None = None) -> dict[str, str]:
+    """Store every shape (or ``shapes``), each in a work dir of its own under ``root``;
+    returns their ids."""
     ids = {}
-    for number, shape in enumerate(SHAPES):
+    for number, shape in enumerate(SHAPES if shapes is None else shapes):
         workdir = root / f"work-{number}"
         workdir.mkdir()
         ids[shape.name] = shape.make(store, url, workdir)
     return ids
+
+
+def fleet(
+    *, worker: str | None = None, released: bool = False, **changes: Any
+) -> Callable[[Store, str, Path], str]:
+    """A fleet loop (PostgreSQL only): stored pending as ``loops start --repo`` stores it, then
+    as its worker's runner records it, its lease held by ``worker`` (``released``: let go)."""
+    count = changes.pop("iterations", 0)
+    running = changes.pop("running_iteration", False)
+
+    def make(store: Store, _url: str, workdir: Path) -> str:
+        repo = "git@example.invalid:team/[app].git"
+        loop = fresh(workdir, name=f"fleet {workdir.name}")
+        with store.transaction("store a fleet loop") as conn:
+            origin = FleetLoop(loop.id, repo, "main", ("gpu",))
+            store_fleet_loop(conn, replace(loop, workdir=repo), origin)
+        if worker is not None:
+            with store.transaction("lease the fleet loop") as conn:
+                lease = acquire(conn, loop.id, worker, timedelta(hours=1))
+                assert lease is not None
+            loop = replace(loop, runner_pid=1, runner_host="build-01.invalid", **changes)
+            with_iterations(store, loop, count, running=running, stored=True)
+            if released:
+                with store.transaction("release the fleet loop") as conn:
+                    release(conn, lease)
+        return loop.id
+
+    return make
+
+
+FLEET_SHAPES = [
+    Shape("fleet pending", True, fleet()),
+    Shape(
+        "fleet running on a worker",
+        False,
+        fleet(worker="build-01", status=RUNNING, iterations=2, running_iteration=True),
+    ),
+    Shape(
+        "fleet completed",
+        False,
+        fleet(
+            worker="build-01",
+            released=True,
+            iterations=3,
+            **ended(LoopStatus.COMPLETED, StopReason.COMPLETION),
+        ),
+    ),
+]

@@ -190,7 +190,7 @@ def test_the_plugin_checks_show_each_agents_install_state(
     assert found["gemini plugin (project)"] == {
         "name": "gemini plugin (project)",
         "status": "ok",
-        "detail": "installed, ralphctl 0",
+        "detail": f"installed, ralphctl 0 ({sys.executable}) in {repo / '.gemini'}",
         "fix": None,
     }
     assert "gemini plugin" not in found  # installed somewhere: no "not installed" line

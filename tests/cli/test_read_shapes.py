@@ -1,7 +1,8 @@
 """Every read command works on every loop the store can hold (tests/cli/loop_shapes.py).
 
 ``status``, ``history``, ``loops ls/show/stats``, with and without ``--json``: none crashes,
-every JSON output parses, and no loop is offered a ``resume`` it cannot have.
+every JSON output parses, and no loop is offered a ``resume`` it cannot have. Fleet loops
+(pending, running on a worker, completed) live on PostgreSQL: they are read there.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typer.testing import CliRunner, Result
 from ralphctl.cli.app import app
 from ralphctl.cli.common import console
 from tests.cli.conftest import Shaped
-from tests.cli.loop_shapes import FLOAT_NOISE, SHAPES
+from tests.cli.loop_shapes import FLEET_SHAPES, FLOAT_NOISE, SHAPES
 
 SHAPE_NAMES = [shape.name for shape in SHAPES]
 RESUMABLE = {shape.name: shape.resumable for shape in SHAPES}
@@ -112,3 +113,65 @@ def test_resume_of_a_running_loop_names_the_process_running_it(shaped: Shaped) -
     assert f"it is running in process {loop.runner_pid} on {loop.runner_host}" in str(
         result.exception
     )
+
+
+FLEET_NAMES = [shape.name for shape in FLEET_SHAPES]
+FLEET_RESUMABLE = {shape.name: shape.resumable for shape in FLEET_SHAPES}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("json_out", [(), ("--json",)], ids=["text", "json"])
+@pytest.mark.parametrize("args", [("status", "--all"), ("loops", "ls")], ids=["status", "ls"])
+def test_listings_hold_every_fleet_loop(
+    fleet_shaped: Shaped, args: tuple[str, ...], json_out: tuple[str, ...]
+) -> None:
+    output = ralphctl(fleet_shaped, *args, *json_out).output
+    if json_out:
+        assert {loop["id"] for loop in json.loads(output)} == set(fleet_shaped.ids.values())
+    for loop_id in fleet_shaped.ids.values():
+        assert loop_id in output
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("json_out", [(), ("--json",)], ids=["text", "json"])
+def test_stats_count_fleet_loops(fleet_shaped: Shaped, json_out: tuple[str, ...]) -> None:
+    assert ralphctl(fleet_shaped, "loops", "stats", *json_out).output.strip()
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("shape", FLEET_NAMES)
+@pytest.mark.parametrize("command", [("history",), ("loops", "show")], ids=["history", "show"])
+def test_one_loops_views_work_on_every_fleet_shape(
+    fleet_shaped: Shaped, command: tuple[str, ...], shape: str
+) -> None:
+    loop_id = fleet_shaped.ids[shape]
+    assert loop_id in ralphctl(fleet_shaped, *command, loop_id).output
+    printed = json.loads(ralphctl(fleet_shaped, *command, loop_id, "--json").output)
+    assert loop_id in json.dumps(printed)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("shape", FLEET_NAMES)
+@pytest.mark.parametrize("mode", ["--text", "--raw"])
+def test_logs_work_on_every_fleet_shape(fleet_shaped: Shaped, mode: str, shape: str) -> None:
+    ralphctl(fleet_shaped, "logs", fleet_shaped.ids[shape], mode)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("shape", FLEET_NAMES)
+def test_status_offers_resume_only_for_a_fleet_loop_that_can_be_resumed(
+    fleet_shaped: Shaped, shape: str
+) -> None:
+    loop_id = fleet_shaped.ids[shape]
+    offered = f"ralphctl resume {loop_id}" in ralphctl(fleet_shaped, "status", "--all").output
+    assert not offered or FLEET_RESUMABLE[shape]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("shape", [name for name in FLEET_NAMES if not FLEET_RESUMABLE[name]])
+def test_loops_resume_refuses_a_fleet_loop_it_cannot_continue(fleet_shaped: Shaped, shape: str):
+    result = CliRunner().invoke(
+        app, ["loops", "resume", fleet_shaped.ids[shape], "--db", fleet_shaped.url]
+    )
+    assert result.exit_code != 0
+    assert type(result.exception).__name__ == "UsageError", result.output

@@ -2,7 +2,7 @@
 (tests/cli/loop_shapes.py): no 500, every JSON body parses, costs carry no float noise.
 
 The routes are read from the app's OpenAPI document, so a new route is covered as soon as
-it exists.
+it exists. Fleet loops (PostgreSQL) are walked too, and listed with where they work.
 The manager is not started: its start-up reconciliation would change the shapes.
 """
 
@@ -18,7 +18,7 @@ from ralphctl.engine.manager import LoopManager
 from ralphctl.server.app import create_app
 from ralphctl.server.schemas import WireMessage
 from tests.cli.conftest import Shaped
-from tests.cli.loop_shapes import FLOAT_NOISE, SHAPES
+from tests.cli.loop_shapes import FLEET_SHAPES, FLOAT_NOISE, SHAPES
 
 TOKEN = "test-token-0123456789"
 STATIC_JS = Path(__file__).parents[2] / "src" / "ralphctl" / "server" / "static" / "js"
@@ -111,3 +111,48 @@ def test_events_replayed_on_the_websocket_carry_costs_without_float_noise(
     with api.websocket_connect(f"/ws/events?token={TOKEN}&since=0") as socket:
         messages = [socket.receive_text() for _ in range(len(stored) + 1)]  # snapshot first
     assert not [message for message in messages if FLOAT_NOISE.search(message)]
+
+
+@pytest.fixture(scope="module")
+def fleet_api(fleet_shaped: Shaped) -> TestClient:
+    app = create_app(fleet_shaped.store, LoopManager(fleet_shaped.store), TOKEN)
+    return TestClient(app, headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("shape", [shape.name for shape in FLEET_SHAPES])
+def test_every_get_route_answers_on_every_fleet_shape(
+    fleet_api: TestClient, fleet_shaped: Shaped, shape: str
+) -> None:
+    loop_id = fleet_shaped.ids[shape]
+    for route in get_routes(fleet_api):
+        check(fleet_api, fill(route, loop_id) if "{" in route else route)
+
+
+@pytest.mark.postgres
+def test_fleet_loops_are_listed_with_their_worker_repository_and_branch(
+    fleet_api: TestClient, fleet_shaped: Shaped
+) -> None:
+    listed = {loop["id"]: loop["fleet"] for loop in fleet_api.get("/api/loops").json()}
+    running = fleet_shaped.ids["fleet running on a worker"]
+
+    assert {loop_id: listed[loop_id]["worker"] for loop_id in fleet_shaped.ids.values()} == {
+        fleet_shaped.ids["fleet pending"]: None,
+        running: "build-01",
+        fleet_shaped.ids["fleet completed"]: None,
+    }
+    assert listed[running] == fleet_api.get(f"/api/loops/{running}").json()["fleet"]
+    assert listed[running] | {"worker": None} == {
+        "repo": "git@example.invalid:team/[app].git",
+        "branch": "main",
+        "loop_branch": f"ralph/{running}",
+        "labels": ["gpu"],
+        "worker": None,
+        "waiting_for": None,  # it runs
+    }
+    with fleet_api.websocket_connect(f"/ws/events?token={TOKEN}") as socket:
+        snapshot = WireMessage.validate_json(socket.receive_text())
+    in_snapshot = {loop.id: loop for loop in snapshot.data.loops}  # type: ignore[union-attr]
+    held = in_snapshot[running].fleet
+    assert held is not None
+    assert held.worker == "build-01"

@@ -10,6 +10,7 @@ from ralphctl.engine import checkpoint
 from ralphctl.engine.checkpoint import (
     GitError,
     branch_at,
+    checkpoint_message,
     commit_exists,
     create_checkpoint,
     is_git_work_tree,
@@ -424,11 +425,11 @@ def test_a_run_asks_git_once_whether_to_sign_and_signs_every_checkpoint(repo, mo
     git(repo, "config", "gpg.program", str(gpg))
     git(repo, "config", "commit.gpgSign", "true")
     calls = git_commands(monkeypatch)
-    signing = checkpoint.CommitSigning()
+    memory = checkpoint.CheckpointMemory()
 
     for n in (5, 10):
         (repo / "a.txt").write_text(f"iteration {n}\n")
-        assert asyncio.run(create_checkpoint(repo, n, signing=signing)).sha is not None
+        assert asyncio.run(create_checkpoint(repo, n, memory=memory)).sha is not None
 
     assert [call[0] for call in calls].count("config") == 1
     for commit in ("HEAD", "HEAD~1"):
@@ -443,6 +444,70 @@ def test_a_checkpoint_of_a_staged_tree_runs_four_git_commands(repo, tmp_path, mo
     asyncio.run(create_checkpoint(repo, 5, staged=staged))
 
     assert [call[0] for call in calls] == ["rev-parse", "config", "commit-tree", "update-ref"]
+
+
+def test_a_runs_next_checkpoint_commits_on_the_head_it_left_without_reading_it(repo, monkeypatch):
+    memory = checkpoint.CheckpointMemory()
+    (repo / "a.txt").write_text("1\n")
+    first = asyncio.run(create_checkpoint(repo, 5, memory=memory)).sha
+    calls = git_commands(monkeypatch)
+    (repo / "a.txt").write_text("2\n")
+
+    second = asyncio.run(create_checkpoint(repo, 10, memory=memory)).sha
+
+    assert [call[0] for call in calls] == ["add", "write-tree", "commit-tree", "update-ref"]
+    assert git(repo, "rev-parse", "HEAD", "HEAD~1").splitlines() == [second, first]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_head_moved_by_the_user_between_checkpoints_is_committed_on(repo):
+    memory = checkpoint.CheckpointMemory()
+    (repo / "a.txt").write_text("1\n")
+    asyncio.run(create_checkpoint(repo, 5, memory=memory))
+    tree = git(repo, "rev-parse", "HEAD^{tree}")
+    theirs = git(repo, "commit-tree", tree, "-p", "HEAD", "-m", "the user's")
+    git(repo, "update-ref", "HEAD", theirs)  # HEAD moves, the user's index stays as it was
+    (repo / "a.txt").write_text("2\n")
+
+    outcome = asyncio.run(create_checkpoint(repo, 10, memory=memory))
+
+    assert outcome.sha == git(repo, "rev-parse", "HEAD")
+    assert git(repo, "rev-parse", "HEAD~1") == theirs
+    assert git(repo, "status", "--porcelain") == ""
+
+
+def test_files_as_the_last_checkpoint_left_them_are_committed_when_head_went_back(repo):
+    memory = checkpoint.CheckpointMemory()
+    (repo / "a.txt").write_text("1\n")
+    first = asyncio.run(create_checkpoint(repo, 5, memory=memory)).sha
+    index = signature(repo / ".git" / "index")
+    git(repo, "reset", "-q", "--soft", "HEAD~1")
+    assert signature(repo / ".git" / "index") == index  # only HEAD moved
+
+    outcome = asyncio.run(create_checkpoint(repo, 10, memory=memory))
+
+    assert outcome.sha not in (None, first)
+    assert git(repo, "rev-parse", "HEAD^{tree}") == git(repo, "rev-parse", f"{first}^{{tree}}")
+    assert git(repo, "log", "--format=%s").splitlines() == [checkpoint_message(10), "initial"]
+
+
+def test_after_the_user_commits_the_next_checkpoint_reads_head_again(repo, monkeypatch):
+    memory = checkpoint.CheckpointMemory()
+    (repo / "a.txt").write_text("1\n")
+    asyncio.run(create_checkpoint(repo, 5, memory=memory))
+    (repo / "a.txt").write_text("the user's\n")
+    git(repo, "commit", "-q", "-am", "the user's")
+    (repo / "a.txt").write_text("2\n")
+    calls = git_commands(monkeypatch)
+
+    asyncio.run(create_checkpoint(repo, 10, memory=memory))
+
+    assert [call[0] for call in calls].count("rev-parse") == 1
+    assert git(repo, "log", "-3", "--format=%s").splitlines() == [
+        checkpoint_message(10),
+        "the user's",
+        checkpoint_message(5),
+    ]
 
 
 def test_a_tree_still_being_written_is_awaited_beside_the_head_lookup(repo, tmp_path):

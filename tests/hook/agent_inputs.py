@@ -3,7 +3,8 @@
 Field names are the CLIs' own: Codex 0.169.0 (``codex-rs/hooks`` stop.command.input schema),
 Gemini CLI 0.61.0 (``fireAfterAgentEvent`` in its bundle), Copilot CLI 1.0.102 (recorded from
 the real CLI: ``agentStop`` command hook, bring-your-own-key mode), Cursor (its hooks
-documentation: ``stop`` with ``status`` and ``loop_count``; no Cursor CLI is pinned here).
+documentation: ``stop`` with ``status`` and ``loop_count``; no Cursor CLI is pinned here),
+OpenCode (what ralphctl's plugin sends at ``session.idle``, recorded with OpenCode 1.18.33).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from tests.hook.helpers import SESSION, stop_event
 
-AGENTS = ("claude", "codex", "gemini", "copilot", "cursor")
+AGENTS = ("claude", "codex", "gemini", "copilot", "cursor", "opencode")
 #: What each agent's hook answers a block with: the field holding the next instruction.
 INSTRUCTION_FIELD = {
     "claude": "reason",
@@ -25,9 +26,10 @@ INSTRUCTION_FIELD = {
     "gemini": "reason",
     "copilot": "reason",
     "cursor": "followup_message",
+    "opencode": "reason",
 }
 #: The agents whose input carries the final text (the others' is read from the transcript).
-SENDS_FINAL_TEXT = ("claude", "codex", "gemini")
+SENDS_FINAL_TEXT = ("claude", "codex", "gemini", "opencode")
 
 
 def agent_stop(
@@ -92,6 +94,15 @@ def agent_stop(
             "transcript_path": path,
             "status": "completed",
             "loop_count": 1 if again else 0,
+        }
+    elif agent == "opencode":  # recorded from ralphctl's plugin in opencode 1.18.33
+        event = {
+            "hook_event_name": "session.idle",
+            "session_id": session,
+            "cwd": cwd,
+            "last_assistant_message": text,
+            "status": "completed",
+            "stop_hook_active": again,
         }
     else:
         raise ValueError(agent)

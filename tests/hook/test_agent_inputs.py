@@ -24,7 +24,7 @@ def test_every_agent_names_its_session_project_and_the_hook_guard(agent):
 
 
 @pytest.mark.parametrize("agent", SENDS_FINAL_TEXT)
-def test_claude_codex_and_gemini_send_the_final_text(agent):
+def test_claude_codex_gemini_and_opencode_send_the_final_text(agent):
     assert parse(agent_stop(agent, PROJECT, text="All done."), agent).final_text == "All done."
 
 
@@ -46,6 +46,7 @@ def test_the_event_names_are_each_agents_own():
         "gemini": "AfterAgent",
         "copilot": None,  # Copilot 1.0.102 sends no event name
         "cursor": "stop",
+        "opencode": "session.idle",  # ralphctl's plugin names the event it answers
     }
 
 
@@ -59,6 +60,12 @@ def test_cursor_reports_how_the_turn_ended_and_its_follow_up_count():
     assert (event.status, event.loop_count, event.completed_turn) == ("aborted", 3, False)
     assert event.stop_hook_active  # a stop after a follow-up is a stop after our block
     assert not parse(agent_stop("cursor", PROJECT, status="error"), "cursor").completed_turn
+
+
+def test_opencode_reports_a_failed_or_aborted_turn_from_its_last_message():
+    for status in ("error", "aborted"):
+        event = parse(agent_stop("opencode", PROJECT, status=status), "opencode")
+        assert (event.status, event.completed_turn) == (status, False)
 
 
 def test_cursor_session_id_is_taken_when_the_conversation_id_is_empty():
@@ -83,6 +90,9 @@ def test_cursor_without_a_cwd_uses_its_first_workspace_root():
         ("cursor", "loop_count", 1.5),
         ("cursor", "workspace_roots", "/a"),
         ("cursor", "status", 0),
+        ("opencode", "status", {"name": "APIError"}),
+        ("opencode", "stop_hook_active", 1),
+        ("opencode", "last_assistant_message", 3),
     ],
 )
 def test_a_field_of_the_wrong_type_counts_as_absent(agent, field, value):
@@ -93,6 +103,7 @@ def test_a_field_of_the_wrong_type_counts_as_absent(agent, field, value):
         "session_id": event.session_id,
         "sessionId": event.session_id,
         "prompt_response": event.final_text,
+        "last_assistant_message": event.final_text,
         "stop_hook_active": event.stop_hook_active,
         "loop_count": event.loop_count,
         "workspace_roots": event.cwd,

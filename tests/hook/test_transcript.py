@@ -110,3 +110,45 @@ def test_a_transcript_that_has_not_caught_up_with_the_arming_may_be_its_session(
 def test_an_unreadable_or_timeless_transcript_cannot_tell_sessions_apart(tmp_path):
     assert may_have_armed(str(tmp_path / "missing.jsonl"), "0123abcd", ARMED_AT)
     assert may_have_armed(write(tmp_path, "not json"), "0123abcd", ARMED_AT)
+
+
+#: Gemini CLI 0.61.0's ``chats/session-*.jsonl`` as the real CLI wrote it (against the mock
+#: API, ids and the session context shortened): metadata, ``$set`` updates, then messages.
+GEMINI_SESSION = [
+    '{"sessionId":"da5e536b-1689-4ad8-9fee-8a228130258b","projectHash":"d027","startTime":'
+    '"2026-11-28T12:29:42.032Z","lastUpdated":"2026-11-28T12:29:42.032Z","kind":"main"}',
+    '{"$set":{"messages":[{"id":"d049","timestamp":"2026-11-28T12:29:42.033Z","type":"user",'
+    '"content":[{"text":"<session_context>...</session_context>"}]}],'
+    '"lastUpdated":"2026-11-28T12:29:42.033Z"}}',
+    '{"id":"9b56","timestamp":"2026-11-28T12:29:42.089Z","type":"user",'
+    '"content":[{"text":"Say one."}]}',
+    '{"$set":{"lastUpdated":"2026-11-28T12:29:42.089Z"}}',
+    '{"id":"6b50","timestamp":"2026-11-28T12:29:42.202Z","type":"gemini",'
+    '"content":"First reply.","thoughts":[],"tokens":{"input":100,"output":10,"cached":0,'
+    '"thoughts":0,"tool":0,"total":110},"model":"gemini-3.8-flash"}',
+    '{"$set":{"lastUpdated":"2026-11-28T12:29:42.202Z"}}',
+]
+
+
+def gemini(message_id: str, content: object) -> str:
+    return json.dumps({"id": message_id, "type": "gemini", "content": content, "model": "g"})
+
+
+def test_a_gemini_session_file_is_read_line_by_line(tmp_path):
+    assert last_assistant_text(write(tmp_path, *GEMINI_SESSION)) == "First reply."
+
+
+def test_the_last_gemini_message_is_the_final_text_not_every_reply(tmp_path):
+    path = write(
+        tmp_path,
+        *GEMINI_SESSION,
+        '{"id":"u2","type":"user","content":[{"text":"Go on."}]}',
+        gemini("g2", "Second reply."),
+        gemini("g2", "Second reply."),  # appended again with its tokens
+    )
+    assert last_assistant_text(path) == "Second reply."
+
+
+def test_a_gemini_message_of_parts_keeps_its_text_but_not_its_thoughts(tmp_path):
+    parts = [{"text": "thinking...", "thought": True}, {"text": "Done."}, {"functionCall": {}}]
+    assert last_assistant_text(write(tmp_path, gemini("g1", parts))) == "Done."

@@ -79,3 +79,10 @@ def test_the_activity_is_per_iteration_taking_it_starts_the_next_empty():
     ]
     assert taken.denials == (PermissionDenial("Write", "t1", "denied"),)
     assert log.take() == Activity()
+
+
+def test_a_cursor_follow_up_carries_the_notes_in_its_only_field():
+    line = json.dumps({"followup_message": "Go on."})
+    assert json.loads(with_notes(line, ["A note."]) or "") == {
+        "followup_message": "Go on.\n\nA note."
+    }

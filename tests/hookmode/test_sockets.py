@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from ralphctl.engine.hookmode import sockets as runner_sockets
 from ralphctl.engine.hookmode.sockets import (
+    MAX_SOCKET_PATH,
     UnsafeRuntimeDir,
     listening_path,
     remove_stale,
@@ -22,6 +24,7 @@ from ralphctl.engine.hookmode.sockets import (
 @pytest.fixture
 def runtime(sockets: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(sockets))
+    monkeypatch.setattr(runner_sockets, "short_dir", lambda: sockets / "short")
     return sockets / "ralphctl"
 
 
@@ -51,6 +54,30 @@ def test_a_runner_socket_is_named_after_its_process_and_removed_at_the_end(runti
         assert stat.S_IMODE(runtime.stat().st_mode) == 0o700
         bound(Path(path), listening=True).close()
     assert list(runtime.iterdir()) == []
+
+
+def test_a_runtime_dir_too_deep_for_a_socket_path_falls_back_to_a_short_private_dir(
+    sockets: Path, monkeypatch: pytest.MonkeyPatch
+):
+    deep = sockets / ("d" * 60) / ("e" * 60)  # a long $XDG_RUNTIME_DIR (or $TMPDIR)
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(deep))
+
+    with listening_path("0123456789ab") as path:
+        assert Path(path).parent == Path("/tmp") / f"ralphctl-{os.getuid()}"
+        assert len(os.fsencode(path)) <= MAX_SOCKET_PATH
+        assert stat.S_IMODE(Path(path).parent.stat().st_mode) == 0o700
+        bound(Path(path), listening=True).close()  # binds: the path is short enough
+    assert not Path(path).exists()
+
+
+def test_a_runner_that_died_leaves_no_socket_in_the_short_dir_either(runtime, sockets):
+    short = sockets / "short"
+    short.mkdir(mode=0o700)
+    left = short / f"{dead_pid()}-0123456789ab.sock"
+    bound(left, listening=False).close()
+
+    assert remove_stale() == [left]
 
 
 def test_a_loose_runtime_dir_is_made_private(runtime):

@@ -19,6 +19,7 @@ from ralphctl.store.url import resolve_url
 from tests.store.factories import T0, new_loop, started_iteration
 
 NOTIFICATION_TABLES = {"notifications", "notification_cursor"}
+FLEET_TABLES = {"fleet_loops", "loop_leases", "workers"}
 TABLES = {
     "loops",
     "iterations",
@@ -28,6 +29,9 @@ TABLES = {
     "transcript_chunks",
     "notifications",
     "notification_cursor",
+    "fleet_loops",
+    "loop_leases",
+    "workers",
     "alembic_version",
 }
 
@@ -106,7 +110,7 @@ def test_0004_adds_transcripts_and_going_back_drops_only_them(store_url: str) ->
         tables = set(inspect(conn).get_table_names())
         kept = conn.execute(text("SELECT loop_id, n FROM iterations")).all()
     engine.dispose()
-    assert tables == TABLES - {"transcript_chunks", *NOTIFICATION_TABLES}
+    assert tables == TABLES - {"transcript_chunks", *NOTIFICATION_TABLES, *FLEET_TABLES}
     assert [tuple(row) for row in kept] == [("loop-mig", 1)]
 
     with Store.open(store_url) as store:  # opening upgrades again
@@ -124,10 +128,32 @@ def test_0005_adds_the_notification_outbox_and_going_back_drops_only_it(store_ur
     with engine.connect() as conn:
         tables = set(inspect(conn).get_table_names())
     engine.dispose()
-    assert tables == TABLES - NOTIFICATION_TABLES
+    assert tables == TABLES - NOTIFICATION_TABLES - FLEET_TABLES
 
     with Store.open(store_url) as store:  # opening upgrades again; the history is not notified
         (event,) = store.events_since(0)
         with store.transaction("read the cursor") as conn:
             cursor = conn.execute(text("SELECT seq FROM notification_cursor")).scalar_one()
     assert cursor == event.seq
+
+
+def test_0006_adds_the_fleet_tables_and_going_back_drops_only_them(store_url: str) -> None:
+    with Store.open(store_url) as store:
+        store.create_loop(new_loop("loop-mig"))
+        with store.transaction("hold the loop") as conn:
+            conn.execute(
+                text("INSERT INTO loop_leases (loop_id, generation) VALUES ('loop-mig', 1)")
+            )
+    engine = open_engine(resolve_url(store_url))
+
+    with engine.begin() as conn:
+        command.downgrade(alembic_config(conn), "0005")
+    with engine.connect() as conn:
+        tables = set(inspect(conn).get_table_names())
+    engine.dispose()
+    assert tables == TABLES - FLEET_TABLES
+
+    with Store.open(store_url) as store:  # opening upgrades again, with no lease held
+        assert [loop.id for loop in store.list_loops()] == ["loop-mig"]
+        with store.transaction("read the leases") as conn:
+            assert conn.execute(text("SELECT COUNT(*) FROM loop_leases")).scalar_one() == 0

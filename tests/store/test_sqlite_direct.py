@@ -25,6 +25,7 @@ from ralphctl.store.url import resolve_url
 from tests.store.factories import T0, ended_loop, started_iteration
 from tests.store.run_writes import write_a_run
 
+EVENT_TYPES = ("iteration_started", "iteration_completed", "two")
 WRITTEN_DIRECTLY = ("loops", "iterations", "events", "errors", "checkpoints", "transcript_chunks")
 
 
@@ -65,15 +66,24 @@ def test_the_direct_path_reads_back_what_sqlalchemy_reads(tmp_path: Path) -> Non
     with Store.open(str(path)) as store:
         write_a_run(store)
         store.begin_iteration(started_iteration("loop-d", 2))
-        direct = (store.iterations("loop-d"), store.running_iterations("loop-d"))
+        direct = (
+            store.iterations("loop-d"),
+            store.running_iterations("loop-d"),
+            store.events_of("loop-d", EVENT_TYPES, after=1),
+        )
         last_seq = store.last_transcript_seq("loop-d", 1)
     url = resolve_url(str(path))
     with Store(open_engine(url), url) as store:
-        through_sqlalchemy = (store.iterations("loop-d"), store.running_iterations("loop-d"))
+        through_sqlalchemy = (
+            store.iterations("loop-d"),
+            store.running_iterations("loop-d"),
+            store.events_of("loop-d", EVENT_TYPES, after=1),
+        )
         assert store.last_transcript_seq("loop-d", 1) == last_seq == 0
 
     assert direct == through_sqlalchemy
     assert [i.n for i in direct[1]] == [2]
+    assert [e.event_type for e in direct[2]] == ["iteration_completed", "two"]
 
 
 def test_the_converted_columns_are_the_schemas() -> None:
@@ -127,6 +137,7 @@ def test_recording_a_run_on_a_current_database_never_imports_sqlalchemy(tmp_path
         with Store.open({str(path)!r}) as store:
             write_a_run(store)
             store.iterations("loop-d")
+            store.events_of("loop-d", ["message"])
             assert not [m for m in sys.modules if m.startswith(("sqlalchemy", "alembic"))]
             assert store.get_loop("loop-d").iteration == 3  # any other call: SQLAlchemy's
             assert "sqlalchemy" in sys.modules

@@ -36,6 +36,9 @@ class Capabilities:
     permission_modes: frozenset[str] = frozenset()  # the modes it takes; empty: it has none
     temperature: bool = False  # takes a sampling temperature (``AgentRequest.temperature``)
     plugins: bool = False  # loads named plugins for a run (``AgentRequest.plugins``)
+    #: Why this agent cannot run hook mode although it has a hook (e.g. its headless mode
+    #: does not fire it): the refusal of ``--mode hook`` says so. Empty: no particular reason.
+    no_hook_mode_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,11 @@ Facts this module relies on (CLI 1.0.102, docs/agents/copilot.md):
 - ``$COPILOT_HOME`` (default ``~/.copilot``) holds the user's settings, MCP servers, hooks,
   agents, skills, plugins, session state and, without a system keychain, the login token
   (``config.json``).
+- Same-session (hook) mode: ``AgentRequest.stop_hook`` becomes an ``agentStop`` hook file
+  (``copilot_hooks``) in a home of ralphctl's own (``copilot_home``), which fires headless;
+  its block sends the reason to the model as the next prompt of the same process and
+  session. A session the CLI ended (after its 9th block in a row, or an error) is continued
+  with ``--resume <id>``.
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ralphctl.agents.argv import given_flags, option_value
-from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities
+from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StopHook
+from ralphctl.agents.copilot_home import hooked_home, set_run_hook
+from ralphctl.agents.copilot_hooks import FORMAT_ARGS, hook_file
 from ralphctl.agents.copilot_session import HOME_ENV, copilot_home, session_tokens
 from ralphctl.agents.copilot_stream import CopilotStreamParser
 from ralphctl.agents.executables import command_name, require_executable
@@ -52,6 +60,7 @@ MODE_FLAGS: Mapping[str, tuple[str, ...]] = {
 }
 COPILOT_CAPABILITIES = Capabilities(
     fresh=True,
+    same_session=True,
     resume=True,
     reports_tokens=True,
     structured_stream=True,
@@ -76,6 +85,9 @@ _PERMISSION_FLAGS = frozenset(
     }
 )
 _SESSION_FLAGS = frozenset({"--session-id", "--resume", "-r"})
+#: The home of hook-mode runs with the user's configuration (never a work dir's hash).
+HOOKED = "hooked"
+
 _PROMPT_FLAGS = frozenset({"-p", "--prompt", "-i", "--interactive"})
 
 
@@ -99,11 +111,14 @@ class CopilotAdapter:
         The user's ``extra_args`` win over ours for permissions, the session, the model and
         the usage file; ``--continue`` and a prompt flag are refused, and ``--output-format``
         may only repeat ``json``. With ``isolate_config`` the CLI runs with a home of its own
-        for the work dir (``isolated_home``).
+        for the work dir (``isolated_home``). A ``stop_hook`` (same-session mode) is added to
+        the home the run uses (``copilot_home``); the session flags are then ours alone.
         """
         extra = list(request.extra_args)
         flags = given_flags(extra)
         _refuse(extra, flags)
+        if request.stop_hook is not None and (taken := sorted(flags & _SESSION_FLAGS)):
+            raise ValueError(f"{' '.join(taken)}: a same-session loop sets the session itself")
         argv = [command_name("copilot", BIN_ENV)]
         argv += [] if "--output-format" in flags else ["--output-format", "json"]
         argv += [] if flags & {"-s", "--silent"} else ["-s"]
@@ -123,7 +138,7 @@ class CopilotAdapter:
             argv += ["--usage-output-file", str(self._usage_file)]
         argv += extra
         env = {"RALPHCTL_ITERATION": str(request.iteration)}
-        home = isolated_home(request.workdir) if request.isolate_config else None
+        home = run_home(request)
         if home is not None:
             env[HOME_ENV] = str(home)
         # The usage file of a resumed session totals all its runs: what came before is taken off.
@@ -134,6 +149,31 @@ class CopilotAdapter:
         """A parser for the run last built: it reads that run's usage file when it ends (less
         what a resumed session had used before)."""
         return CopilotStreamParser(usage_file=self._usage_file, earlier=self._earlier)
+
+
+def run_home(request: AgentRequest) -> Path | None:
+    """The Copilot home a run uses: the isolated one (with the run's hook file, if any), the
+    hooked one for a hook-mode run with the user's configuration, else None (the user's)."""
+    hook = None if request.stop_hook is None else run_hook_file(request.stop_hook)
+    if request.isolate_config:
+        home = isolated_home(request.workdir)
+        set_run_hook(home, hook)
+        return home
+    if hook is not None:
+        return hooked_home(homes_root() / HOOKED, copilot_home(), hook)
+    return None
+
+
+def run_hook_file(hook: StopHook) -> str:
+    """The hook file of a same-session run: our hook, answering in Copilot's form."""
+    return hook_file(shlex.join([*shlex.split(hook.command), *FORMAT_ARGS]), hook.timeout_s)
+
+
+def homes_root() -> Path:
+    """Where runs keep Copilot homes of ralphctl's own: in ralphctl's user data dir."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("ralphctl")) / "copilot-homes"
 
 
 def usage_file(request: AgentRequest) -> Path:
@@ -149,10 +189,8 @@ def isolated_home(workdir: Path, user_home: Path | None = None) -> Path:
     data dir (so a resumed session finds its state), holding a copy of the user's login
     (``CREDENTIAL_FILES``) and nothing else of theirs: no settings, MCP servers, hooks,
     agents, skills or plugins. The copy is refreshed at every run."""
-    from platformdirs import user_data_dir
-
     key = hashlib.sha256(str(workdir.resolve()).encode()).hexdigest()[:16]
-    folder = Path(user_data_dir("ralphctl")) / "copilot-homes" / key
+    folder = homes_root() / key
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     source = user_home or copilot_home()
     for name in CREDENTIAL_FILES:

@@ -18,6 +18,8 @@ documentation and peers that run the CLI:
   may be someone else's) is refused. A fresh run gets its session id from the CLI.
 - There is no documented way to drop the user's MCP servers and hooks while keeping the
   login, so ``isolate_agent_config`` is refused rather than silently not applied.
+- Hook mode (``--mode hook``) is refused: whether ``-p`` runs fire the ``stop`` hook is not
+  documented and cannot be tried here (``NO_HOOK_MODE_REASON``).
 """
 
 from __future__ import annotations
@@ -48,11 +50,19 @@ MODE_FLAGS: Mapping[str, tuple[str, ...]] = {
     "plan": ("--trust", "--mode", "plan"),
     "bypassPermissions": ("--force", "--sandbox", "disabled", "--approve-mcps"),
 }
+#: Why ``ralphctl run --mode hook --agent cursor`` is refused (``ralphctl plugin install
+#: --agent cursor`` serves Cursor's editor and interactive CLI instead).
+NO_HOOK_MODE_REASON = (
+    "Cursor's CLI is not on a package registry, so ralphctl cannot install or test it, and"
+    " its documentation does not say that its headless -p mode fires stop hooks; use"
+    " `ralphctl plugin install --agent cursor` and /ralph-loop in Cursor instead"
+)
 CURSOR_CAPABILITIES = Capabilities(
     fresh=True,
     resume=True,
     structured_stream=True,
     permission_modes=frozenset(MODE_FLAGS),
+    no_hook_mode_reason=NO_HOOK_MODE_REASON,
 )
 API_KEY_ENV = "CURSOR_API_KEY"
 #: How the prompt reaches the CLI: ``$RALPHCTL_CURSOR_PROMPT_VIA``, ``stdin`` when unset.

@@ -11,6 +11,10 @@ Facts this module relies on (opencode-ai 1.18.33, docs/agents/opencode.md):
   denied for every pattern is not offered to the model at all.
 - ``--pure`` loads no external plugins; its global config is ``$XDG_CONFIG_HOME/opencode``,
   its credentials ``$XDG_DATA_HOME/opencode/auth.json``.
+- No hook mode (``NO_HOOK_MODE_REASON``): ``opencode run`` exits when its session first goes
+  idle, so the follow-up prompt of ralphctl's plugin is never answered (measured with the
+  real CLI, tests/agents/opencode/test_opencode_plugin.py); ``opencode serve`` and the TUI
+  keep the session going.
 """
 
 from __future__ import annotations
@@ -44,6 +48,11 @@ MODE_RULES: Mapping[str, Mapping[str, str]] = {
     "plan": {"bash": "ask"},
     "bypassPermissions": {},
 }
+NO_HOOK_MODE_REASON = (
+    "`opencode run` exits as soon as its session goes idle, before the follow-up prompt of"
+    " ralphctl's plugin is answered; use `ralphctl plugin install --agent opencode` and"
+    " /ralph-loop in the OpenCode TUI (or a session of `opencode serve`) instead"
+)
 OPENCODE_CAPABILITIES = Capabilities(
     fresh=True,
     resume=True,
@@ -51,6 +60,7 @@ OPENCODE_CAPABILITIES = Capabilities(
     reports_tokens=True,
     structured_stream=True,
     permission_modes=frozenset(MODE_RULES),
+    no_hook_mode_reason=NO_HOOK_MODE_REASON,
 )
 #: What an isolated run sets: no global config dir (``XDG_CONFIG_HOME`` points at an empty
 #: one), no extra config dir, no Claude Code files (``~/.claude``), no external skills.

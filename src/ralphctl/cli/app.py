@@ -23,6 +23,8 @@ from ralphctl.cli import (
     serve,
     session,
     tell,
+    worker,
+    workers,
     workflow,
 )
 from ralphctl.cli.common import UsageError, fail
@@ -55,12 +57,14 @@ app.command("sessions")(session.sessions_command)
 app.command("demo")(demo.demo_command)
 app.command("serve")(serve.serve_command)
 app.command("doctor")(doctor.doctor_command)
+app.command("worker")(worker.worker_command)
 app.add_typer(workflow.app, name="workflow")
 app.add_typer(plugin.app, name="plugin")
 app.add_typer(loops.app, name="loops")
 app.add_typer(config.app, name="config")
 app.add_typer(agents.app, name="agents")
 app.add_typer(notify.app, name="notify")
+app.add_typer(workers.app, name="workers")
 
 
 def _version(value: bool) -> None:

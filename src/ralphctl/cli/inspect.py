@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -15,8 +15,11 @@ from ralphctl.cli.loop_views import loop_json, loops_table, runner_notes, status
 from ralphctl.cli.run import DB
 from ralphctl.cli.ui import format_duration
 from ralphctl.domain.money import format_usd
-from ralphctl.engine.steering import messages_json
-from ralphctl.store.records import IterationRecord
+from ralphctl.engine.steering import messages_json, pending_messages
+from ralphctl.store.records import IterationRecord, LoopRecord
+
+if TYPE_CHECKING:
+    from ralphctl.store.repository import Store
 
 
 def status_command(
@@ -25,11 +28,16 @@ def status_command(
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     db: str | None = DB,
 ) -> None:
-    """Loops on this machine, newest first, with iteration, cost and status."""
+    """Loops on this machine, newest first, with iteration, cost and status; with --json,
+    also each active loop's messages (`ralphctl tell`) its agent has not been given yet."""
     store = open_store(db)
-    loops = [loop_json(loop) for loop in store.list_loops(limit=None if all_loops else limit)]
+    records = store.list_loops(limit=None if all_loops else limit)
+    loops = [loop_json(loop) for loop in records]
     if json_out:
-        print_json(loops)
+        pending = [_pending_json(store, loop) for loop in records]
+        print_json(
+            [entry | {"pending_messages": told} for entry, told in zip(loops, pending, strict=True)]
+        )
         return
     if not loops:
         console.print("No loops yet. Start one with `ralphctl run` (or try `ralphctl demo`).")
@@ -102,3 +110,10 @@ def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
         key: value.isoformat() if isinstance(value, datetime) else value
         for key, value in data.items()
     }
+
+
+def _pending_json(store: Store, loop: LoopRecord) -> list[dict[str, Any]]:
+    """The messages told to an active loop that its agent has not been given yet."""
+    if not loop.status.is_active:
+        return []
+    return [message.to_json() for message in pending_messages(store, loop.id)]

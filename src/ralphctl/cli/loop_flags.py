@@ -94,6 +94,12 @@ QUESTION_TIMEOUT = typer.Option(
     "--question-timeout",
     help="With --on-question wait: how long to wait for an answer, e.g. 30m (the default).",
 )
+CLEAR_CONTEXT = typer.Option(
+    None,
+    "--clear-context",
+    help="With --mode hook, Gemini only: each block also clears the model's memory (the "
+    "tracker holds the task).",
+)
 WORKFLOW = typer.Option(
     None, "--workflow", "-w", help="Run an installed workflow; the task is its input."
 )
@@ -142,6 +148,7 @@ _SETTING_OF_FLAG = {
     "sandbox_net": "sandbox_net",
     "on_question": "on_question",
     "question_timeout": "question_timeout",
+    "clear_context": "clear_context",
 }
 #: How a setting is given on the command line, for messages.
 FLAG_OF_SETTING = {

@@ -119,6 +119,8 @@ def status_text(loop: dict[str, Any]) -> Text:
     until = loop.get("rate_limited_until")
     if status is LoopStatus.RATE_LIMITED and until:
         label += f" until {datetime.fromisoformat(until).astimezone().strftime('%H:%M:%S')}"
+    if waiting := loop.get("waiting_for"):  # a fleet loop no live worker can run
+        label += f", {waiting}"
     return Text(label, STATUS_STYLE.get(status, ""))
 
 

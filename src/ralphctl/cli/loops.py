@@ -3,7 +3,8 @@
 With a server (`ralphctl serve`) every command goes through its API, so the server's manager
 runs the loops. Without one (or with `--db`) they act on the database: `start` and `resume`
 run the loop in the foreground, `pause` and `stop` ask the loop's runner through its sentinel
-file, or change a loop that no runner runs directly.
+file, or change a loop that no runner runs directly. A fleet loop's worker is asked through
+PostgreSQL, and `resume` queues a fleet loop again (docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from rich.markup import escape
 
 from ralphctl.cli import loop_flags as flag
 from ralphctl.cli.common import UsageError, console, err_console, fail, open_store, print_json
+from ralphctl.cli.fleetcontrol import resume_in_fleet
+from ralphctl.cli.fleetwaits import with_fleet_waits
 from ralphctl.cli.foreground import (
     check_agent,
     execute_loop,
@@ -85,6 +88,7 @@ def start_command(
     sandbox_net: str | None = flag.SANDBOX_NET,
     on_question: str | None = flag.ON_QUESTION,
     question_timeout: str | None = flag.QUESTION_TIMEOUT,
+    clear_context: bool | None = flag.CLEAR_CONTEXT,
     gate: list[str] | None = flag.GATE,
     max_calls_per_hour: int | None = flag.MAX_CALLS_PER_HOUR,
     checkpoint_branch: str | None = flag.CHECKPOINT_BRANCH,
@@ -98,15 +102,28 @@ def start_command(
         False, "--no-queue", help="Fail instead of waiting when max_concurrent loops run."
     ),
     dry_run: bool = flag.DRY_RUN,
+    repo: str | None = typer.Option(
+        None, "--repo", help="Fleet mode: the git repository to work on (needs --db postgresql://)."
+    ),
+    branch: str = typer.Option("main", "--branch", help="Fleet mode: the base branch."),
+    require_label: list[str] | None = typer.Option(
+        None, "--require-label", help="Fleet mode: run only on a worker with this label."
+    ),
     db: str | None = DB,
     json_out: bool = JSON,
 ) -> None:
     """Start a loop: on the server (queued as pending when it is full), else in the foreground.
 
     Takes the flags of `ralphctl run`. --mode hook runs one Claude Code session kept going by
-    its Stop hook (docs/manager.md).
+    its Stop hook (docs/manager.md). With --repo the loop is queued for the fleet's workers
+    (docs/fleet.md).
     """
     request = flag.loop_request(locals())
+    if repo is not None:
+        from ralphctl.cli.fleetstart import start_in_fleet
+
+        start_in_fleet(request, db, repo, branch, require_label or [], dry_run, json_out)
+        return
     if dry_run:
         print_plan(plan_or_exit(request))
         return
@@ -142,7 +159,9 @@ def list_command(
     """Loops, newest first."""
     client = _client(db)
     if client is None:
-        loops = [loop_json(loop) for loop in open_store(db).list_loops(status)]
+        loops = with_fleet_waits(
+            db, [loop_json(loop) for loop in open_store(db).list_loops(status)]
+        )
     else:
         loops = _call(client.get, "/api/loops", status=[str(s) for s in status or []] or None)
     if json_out:
@@ -158,7 +177,7 @@ def show_command(loop_id: str = LOOP_ID, db: str | None = DB, json_out: bool = J
     """One loop: its state, totals and budgets."""
     client = _client(db)
     if client is None:
-        loop = loop_json(open_store(db).get_loop(loop_id))
+        (loop,) = with_fleet_waits(db, [loop_json(open_store(db).get_loop(loop_id))])
     else:
         loop = _call(client.get, f"/api/loops/{loop_id}")
     if json_out:
@@ -185,9 +204,9 @@ def pause_command(
         if now:
             err_console.print(
                 "[yellow]note:[/] without a server, --now cannot interrupt another process's"
-                " iteration: a running loop pauses after it"
+                " iteration (a fleet loop's worker can): a running loop pauses after it"
             )
-        _control_here(loop_id, ExternalSignal.PAUSE, db, json_out)
+        _control_here(loop_id, ExternalSignal.PAUSE, db, json_out, now=now)
         return
     _report(
         _call(client.post, f"/api/loops/{loop_id}/pause", now=now), json_out, ExternalSignal.PAUSE
@@ -199,6 +218,9 @@ def resume_command(loop_id: str = LOOP_ID, db: str | None = DB, json_out: bool =
     """Continue a paused, stopped or failed loop with its totals intact."""
     client = _client(db)
     if client is None:
+        if (queued := resume_in_fleet(loop_id, db)) is not None:
+            _report(loop_json(queued), json_out)
+            return
         err_console.print("no server is running: the loop resumes in the foreground")
         raise typer.Exit(resume_here(loop_id, {}, db, quiet=False, json_out=json_out))
     _report(_call(client.post, f"/api/loops/{loop_id}/resume"), json_out)
@@ -258,11 +280,13 @@ def _start_here(request: LoopRequest, db: str | None, json_out: bool) -> int:
     return execute_loop(opener, plan, quiet=False, json_out=json_out)
 
 
-def _control_here(loop_id: str, signal: ExternalSignal, db: str | None, json_out: bool) -> None:
+def _control_here(
+    loop_id: str, signal: ExternalSignal, db: str | None, json_out: bool, *, now: bool = False
+) -> None:
     from ralphctl.engine.control import UnsupportedControl, control_directly
 
     try:
-        loop, asked = control_directly(open_store(db), loop_id, signal)
+        loop, asked = control_directly(open_store(db), loop_id, signal, now=now)
     except (IllegalTransition, UnsupportedControl) as exc:
         raise UsageError(str(exc)) from None
     if json_out:

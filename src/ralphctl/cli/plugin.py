@@ -109,9 +109,10 @@ def status_command(
         if isinstance(statuses, str):
             console.print(f"[bold underline]{name}[/]\n  [dim]{escape(statuses)}[/]")
             continue
-        console.print(f"[bold underline]{escape(target(name).label)}[/]")
+        label = target(name).label
+        console.print(f"[bold underline]{escape(label)}[/]")
         for entry in statuses:
-            _print_status(entry)
+            _print_status(entry, label)
 
 
 def _statuses(agent: str, project: Path | None) -> list[Status] | str:
@@ -126,7 +127,7 @@ def _statuses(agent: str, project: Path | None) -> list[Status] | str:
         return str(exc)
     user, here = _plan(chosen, Scope.USER, None), _plan(chosen, Scope.PROJECT, project)
     try:
-        return [status(user, here), status(here, user)]
+        return [status(user, here, chosen.trust), status(here, user, chosen.trust)]
     except InstallError as exc:
         fail(str(exc), EXIT_USAGE)
 
@@ -154,7 +155,7 @@ def _interpreter() -> Interpreter:
         fail(str(exc), EXIT_USAGE)
 
 
-def _print_status(entry: Status) -> None:
+def _print_status(entry: Status, label: str) -> None:
     where = escape(str(entry.manifest.parent))
     if not entry.installed:
         console.print(f"[bold]{entry.scope}[/]: not installed ({where})")
@@ -165,5 +166,7 @@ def _print_status(entry: Status) -> None:
         console.print(f"  commands: {', '.join(entry.commands)}")
     if entry.registered is not None:
         console.print(f"  registered with Claude Code: {'yes' if entry.registered else 'no'}")
+    if entry.trust is not None:
+        console.print(f"  trusted by {escape(label)}: {entry.trust}")
     for problem in entry.problems:
         console.print(f"  [red]problem:[/] {escape(problem)}")

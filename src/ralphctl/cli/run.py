@@ -38,6 +38,7 @@ def run_command(
     sandbox_net: str | None = flag.SANDBOX_NET,
     on_question: str | None = flag.ON_QUESTION,
     question_timeout: str | None = flag.QUESTION_TIMEOUT,
+    clear_context: bool | None = flag.CLEAR_CONTEXT,
     workdir: Path = flag.WORKDIR,
     workflow: str | None = flag.WORKFLOW,
     gate: list[str] | None = flag.GATE,

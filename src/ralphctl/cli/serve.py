@@ -113,11 +113,11 @@ def serve_command(
             soft_wrap=True,
         )
     console.print(f"log:       {escape(str(log_file))}", soft_wrap=True)
-    _replace_address(directory, Address(url, os.getpid()))
-    log.info("serving on %s (database: %s)", url, mask(store.url))
     notifier = Deliverer(partial(type(store).open, store.url)).start()
     try:
-        with _stopped_by_signals(server):
+        with _stopped_by_signals(server):  # before the address: a SIGTERM then stops it cleanly
+            _replace_address(directory, Address(url, os.getpid()))
+            log.info("serving on %s (database: %s)", url, mask(store.url))
             server.run(sockets=[listener])
     finally:
         notifier.stop(flush_s=FLUSH_S)

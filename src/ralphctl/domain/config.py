@@ -116,6 +116,8 @@ class LoopConfig:
     # the agent's questions: go on with a safe default, or wait (up to the timeout) for `tell`
     on_question: str = "continue"
     question_timeout: float = 1800.0
+    # hook mode, Gemini CLI only: each block also clears the model's memory (docs/hook-mode.md)
+    clear_context: bool = False
     # verification gates, checkpoints, costs
     gates: tuple[str, ...] = field(default=())
     gate_timeout: float = 600.0
@@ -436,6 +438,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "usage_limit_wait": _duration(allow_zero=False),
     "on_question": _on_question,
     "question_timeout": _duration(allow_zero=False),
+    "clear_context": _flag,
     "gates": _commands,
     "gate_timeout": _duration(allow_zero=False),
     "checkpoint_branch": _optional_text,

@@ -6,9 +6,12 @@ staged in a private copy of the user's index (usually the progress probe's, alre
 warm: ``StagedTree``), ``git commit-tree`` makes the commit and a compare-and-swap
 ``git update-ref`` moves the branch. No reset, no force, no history rewrite, and no commit hook
 runs: a checkpoint is ralphctl's snapshot to go back to, which a failing lint hook must not
-prevent and a formatting hook must not edit behind the agent (``commit.gpgSign`` is honoured,
-read once per run: ``CommitSigning``). Four git commands per checkpoint, HEAD read while the
-tree is written.
+prevent and a formatting hook must not edit behind the agent (``commit.gpgSign`` is honoured).
+A run's checkpoints share a ``CheckpointMemory``: git is asked once whether to sign, and the
+HEAD a checkpoint left is the next one's parent while the user's index is still the file it
+installed (``update-ref``'s compare-and-swap proves it; when HEAD moved, it is read and the
+commit made again on it). Four git commands for a run's first checkpoint (HEAD read while the
+tree is written), three for the next ones.
 
 On the current branch the user's index then becomes the staged copy, under git's index lock,
 as ``git add -A && git commit`` would leave it: everything staged and committed, stat data
@@ -30,7 +33,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ralphctl.engine.gitindex import IndexLock, IndexLocked, StagedTree, copy_index, signature
+from ralphctl.engine.gitindex import (
+    IndexLock,
+    IndexLocked,
+    Signature,
+    StagedTree,
+    copy_index,
+    signature,
+)
 
 GIT_TIMEOUT_S = 60.0
 
@@ -52,19 +62,41 @@ def checkpoint_message(iteration: int) -> str:
     return f"[ralph] Checkpoint iteration {iteration}"
 
 
-class CommitSigning:
-    """Whether checkpoint commits are signed: the user's ``commit.gpgSign``, asked of git at
-    the first checkpoint that needs it and kept for the others (a run keeps one answer)."""
+@dataclass(frozen=True, slots=True)
+class Head:
+    """The user's index file, HEAD and its tree (None, None on a branch without commits)."""
+
+    index: Path
+    commit: str | None
+    tree: str | None
+
+
+class CheckpointMemory:
+    """What a run's checkpoints keep from one to the next: whether commits are signed (the
+    user's ``commit.gpgSign``, asked of git at the first checkpoint that needs it: a run keeps
+    one answer), and the HEAD the last checkpoint left, trusted while the user's index is the
+    very file it installed (a ``git commit`` or ``git add`` replaces that file)."""
 
     def __init__(self) -> None:
         self._sign: bool | None = None
+        self._left: tuple[Head, Signature] | None = None
 
-    async def flags(self, workdir: Path) -> list[str]:
+    async def sign_flags(self, workdir: Path) -> list[str]:
         """``-S`` for ``git commit-tree`` when commits are signed, else nothing."""
         if self._sign is None:
             code, out, _ = await _git(workdir, "config", "--type=bool", "--get", "commit.gpgSign")
             self._sign = code == 0 and out.strip() == "true"
         return ["-S"] if self._sign else []
+
+    def head(self) -> Head | None:
+        """The HEAD the last checkpoint left, while the user's index is the one it installed."""
+        if self._left is None or signature(self._left[0].index) != self._left[1]:
+            return None
+        return self._left[0]
+
+    def left(self, head: Head) -> None:
+        """A checkpoint moved HEAD to ``head`` and installed the user's index it names."""
+        self._left = head, signature(head.index)
 
 
 async def is_git_work_tree(workdir: Path) -> bool:
@@ -78,7 +110,7 @@ async def create_checkpoint(
     *,
     branch: str | None = None,
     staged: StagedTree | Awaitable[StagedTree | None] | None = None,
-    signing: CommitSigning | None = None,
+    memory: CheckpointMemory | None = None,
 ) -> CheckpointOutcome:
     """Commit everything under ``workdir``; skip when nothing changed. Errors are returned.
 
@@ -87,19 +119,19 @@ async def create_checkpoint(
     one it was copied from, else the work dir is staged again. With
     ``branch`` the commit goes to that branch (created from HEAD when missing) and the work
     tree, index and HEAD are left alone; a branch that is checked out here is committed to as
-    the current one. ``signing``: a run's answer to "sign the commits?", kept across its
-    checkpoints (without it, git is asked each time).
+    the current one. ``memory``: what a run's checkpoints keep from one to the next (without
+    it, git is asked everything each time).
     """
-    signing = signing or CommitSigning()
+    memory = memory or CheckpointMemory()
     try:
         if branch is None:
-            return await _commit_on_head(workdir, iteration, staged, signing)
+            return await _commit_on_head(workdir, iteration, staged, memory)
         if isinstance(staged, Awaitable):
             staged = await staged
         await _check_branch_name(workdir, branch)
         if await _current_branch(workdir) == branch:
-            return await _commit_on_head(workdir, iteration, staged, signing)
-        return await _commit_on_branch(workdir, iteration, branch, staged, signing)
+            return await _commit_on_head(workdir, iteration, staged, memory)
+        return await _commit_on_branch(workdir, iteration, branch, staged, memory)
     except (GitError, IndexLocked) as exc:
         return CheckpointOutcome(error=str(exc))
 
@@ -146,20 +178,52 @@ async def _commit_on_head(
     workdir: Path,
     iteration: int,
     staged: StagedTree | Awaitable[StagedTree | None] | None,
-    signing: CommitSigning,
+    memory: CheckpointMemory,
 ) -> CheckpointOutcome:
-    """Commit the staged tree on HEAD; the user's index becomes the staged copy."""
-    (index, head, head_tree), ready = await _head_and(workdir, staged)
-    with _scratch() as scratch, IndexLock(index) as lock:
-        if ready is None or ready.user_index != index or not ready.current():
-            ready = await _stage(workdir, index, scratch)
-        if ready.tree == head_tree:
+    """Commit the staged tree on HEAD; the user's index becomes the staged copy.
+
+    HEAD is read while the tree is written, unless ``memory`` knows it: then the commit is made
+    on the remembered one, and only when ``update-ref`` finds HEAD elsewhere (or nothing seems
+    to have changed) is HEAD read and the decision taken again on it."""
+    remembered = memory.head()
+    if remembered is None:
+        head, ready = await _head_and(workdir, staged)
+    else:
+        head, ready = remembered, (await staged if isinstance(staged, Awaitable) else staged)
+    with _scratch() as scratch, IndexLock(head.index) as lock:
+        if ready is None or ready.user_index != head.index or not ready.current():
+            ready = await _stage(workdir, head.index, scratch)
+        if remembered is not None:
+            if ready.tree != remembered.tree:
+                try:
+                    return await _commit(workdir, iteration, ready, remembered, lock, memory)
+                except GitError:
+                    head = await _head(workdir)
+                    if head.commit == remembered.commit:
+                        raise
+            else:
+                head = await _head(workdir)
+        if ready.tree == head.tree:
             return CheckpointOutcome(skipped="nothing changed since the last commit")
-        sha = await _commit_tree(workdir, ready.tree, head, iteration, signing)
-        lock.install(ready.index)  # the index of the commit, before HEAD moves (as git does)
-        reflog = f"ralphctl: {checkpoint_message(iteration)}"
-        await _must(workdir, "update-ref", "-m", reflog, "HEAD", sha, head or "")
-        lock.commit()
+        return await _commit(workdir, iteration, ready, head, lock, memory)
+
+
+async def _commit(
+    workdir: Path,
+    iteration: int,
+    ready: StagedTree,
+    head: Head,
+    lock: IndexLock,
+    memory: CheckpointMemory,
+) -> CheckpointOutcome:
+    """Commit ``ready``'s tree on ``head``; move HEAD to it (if HEAD is still ``head``) with the
+    user's index becoming ``ready``'s."""
+    sha = await _commit_tree(workdir, ready.tree, head.commit, iteration, memory)
+    lock.install(ready.index)  # the index of the commit, before HEAD moves (as git does)
+    reflog = f"ralphctl: {checkpoint_message(iteration)}"
+    await _must(workdir, "update-ref", "-m", reflog, "HEAD", sha, head.commit or "")
+    lock.commit()
+    memory.left(Head(head.index, sha, ready.tree))
     return CheckpointOutcome(sha=sha)
 
 
@@ -168,7 +232,7 @@ async def _commit_on_branch(
     iteration: int,
     branch: str,
     staged: StagedTree | None,
-    signing: CommitSigning,
+    memory: CheckpointMemory,
 ) -> CheckpointOutcome:
     ref = f"refs/heads/{branch}"
     elsewhere = await _worktree_with(workdir, ref)
@@ -182,27 +246,26 @@ async def _commit_on_branch(
         parent = old or await _rev(workdir, "HEAD")
         if parent is not None and await _rev(workdir, f"{parent}^{{tree}}") == staged.tree:
             return CheckpointOutcome(skipped=f"nothing changed since {branch}'s last commit")
-        sha = await _commit_tree(workdir, staged.tree, parent, iteration, signing)
+        sha = await _commit_tree(workdir, staged.tree, parent, iteration, memory)
     reflog = f"ralphctl: {checkpoint_message(iteration)}"
     await _must(workdir, "update-ref", "-m", reflog, ref, sha, old or "")
     return CheckpointOutcome(sha=sha)
 
 
-async def _head(workdir: Path) -> tuple[Path, str | None, str | None]:
-    """The user's index file, HEAD and its tree (None, None on a branch without commits)."""
+async def _head(workdir: Path) -> Head:
     code, out, err = await _git(workdir, "rev-parse", "--git-path", "index", "HEAD", "HEAD^{tree}")
     lines = out.splitlines()
     if not lines:
         raise GitError(f"git rev-parse failed: {err.strip()}")
     index = workdir / lines[0]
     if code != 0:  # an unborn branch: update-ref then requires that it still does not exist
-        return index, None, None
-    return index, lines[1], lines[2]
+        return Head(index, None, None)
+    return Head(index, lines[1], lines[2])
 
 
 async def _head_and(
     workdir: Path, staged: StagedTree | Awaitable[StagedTree | None] | None
-) -> tuple[tuple[Path, str | None, str | None], StagedTree | None]:
+) -> tuple[Head, StagedTree | None]:
     """``_head`` and ``staged``, awaited at once when it is still to be written (two git
     commands side by side; an error is raised once both are done)."""
     if not isinstance(staged, Awaitable):
@@ -228,10 +291,10 @@ async def _stage(workdir: Path, user_index: Path, scratch: Path) -> StagedTree:
 
 
 async def _commit_tree(
-    workdir: Path, tree: str, parent: str | None, iteration: int, signing: CommitSigning
+    workdir: Path, tree: str, parent: str | None, iteration: int, memory: CheckpointMemory
 ) -> str:
     """A commit of ``tree`` on ``parent``, signed when the user's ``commit.gpgSign`` says so."""
-    sign = await signing.flags(workdir)
+    sign = await memory.sign_flags(workdir)
     parents = ["-p", parent] if parent is not None else []
     message = checkpoint_message(iteration)
     return (await _must(workdir, "commit-tree", *sign, tree, *parents, "-m", message)).strip()

@@ -161,14 +161,20 @@ def settle(
 
 
 def control_directly(
-    store: Store, loop_id: str, signal: ExternalSignal
+    store: Store, loop_id: str, signal: ExternalSignal, *, now: bool = False
 ) -> tuple[LoopRecord, str | None]:
     """Pause or stop a loop with no manager at hand: through its sentinel file when another
-    process runs it (it acts after the running iteration), else in the database.
+    process runs it (it acts after the running iteration), else in the database. A fleet
+    loop's worker is asked through PostgreSQL instead (``fleet.control``; ``now``: a pause
+    interrupts the running iteration, as a stop does).
 
     Returns the loop and, when the runner was asked, what was asked of whom.
     """
     loop = store.get_loop(loop_id)
+    if store.url.startswith("postgresql"):  # fleet loops live there only
+        asked = _control_in_fleet(store, loop.id, signal, now=now)
+        if asked is not None:
+            return asked
     target = _TARGET[signal]
     transition(loop.status, target)
     # A paused loop whose runner lives waits for an answer to its agent's question.
@@ -179,3 +185,21 @@ def control_directly(
         return loop, f"asked its runner ({runner}) to {signal} after the running iteration"
     settled, _ = settle(store, loop, target, f"{signal} requested")
     return settled, None
+
+
+def _control_in_fleet(
+    store: Store, loop_id: str, signal: ExternalSignal, *, now: bool
+) -> tuple[LoopRecord, str | None] | None:
+    """``control_directly`` for a fleet loop; None when the loop is not one. Imported here:
+    SQLAlchemy and the ``fleet`` extra, which `ralphctl run` never needs."""
+    from ralphctl.fleet.placement import is_fleet_loop
+
+    if not is_fleet_loop(store, loop_id):
+        return None
+    from ralphctl.fleet.control import control_fleet_loop
+
+    controlled = control_fleet_loop(store, loop_id, signal, now=now)
+    if controlled.worker is None:
+        return controlled.loop, None
+    when = "now" if now or signal is ExternalSignal.STOP else "after the running iteration"
+    return controlled.loop, f"asked worker {controlled.worker} to {signal} {when}"

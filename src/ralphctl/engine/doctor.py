@@ -248,7 +248,7 @@ def _plugin(workdir: Path) -> tuple[list[Check], list[dict[str, Any]]]:
             interpreter = Interpreter(sys.executable)
             user = chosen.plan(Scope.USER, workdir, interpreter, __version__)
             here = chosen.plan(Scope.PROJECT, workdir, interpreter, __version__)
-            found = [status(user, here), status(here, user)]
+            found = [status(user, here, chosen.trust), status(here, user, chosen.trust)]
         except TargetError:
             continue
         except (InstallError, ValueError, OSError) as exc:
@@ -261,12 +261,18 @@ def _plugin(workdir: Path) -> tuple[list[Check], list[dict[str, Any]]]:
             checks.append(Check(name, "info", detail, f"{install} [--scope project]"))
         for entry in found:
             fix = f"{install} --scope {entry.scope}"
+            if entry.trust in ("untrusted", "modified"):
+                fix = f"start {chosen.label} and review the hook it asks about"
             if entry.installed and entry.problems:
                 checks.append(
                     Check(f"{name} ({entry.scope})", "warn", "; ".join(entry.problems), fix)
                 )
             elif entry.installed:
-                detail = f"installed, ralphctl {entry.version}"
+                trusted = "" if entry.trust is None else f", {entry.trust} by {chosen.label}"
+                detail = (
+                    f"installed, ralphctl {entry.version} ({entry.interpreter}) in "
+                    f"{entry.manifest.parent}{trusted}"
+                )
                 checks.append(Check(f"{name} ({entry.scope})", "ok", detail))
     return checks, states
 

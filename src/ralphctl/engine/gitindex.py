@@ -5,6 +5,8 @@
 - ``StagedTree``: a tree written from a private copy of the user's index with the work dir
   staged into it (``git add -A -- .``), and the signature of the user's index it was copied
   from: while that index is unchanged, the copy is what ``git add -A`` would make of it.
+- ``same_content``: whether two index files hold the same bytes, told by the hash git ends
+  each with.
 - ``IndexLock``: git's own lock protocol (``index.lock`` created exclusively, renamed over the
   index), so that no git command writes the index meanwhile and a new one appears atomically.
 
@@ -22,6 +24,8 @@ from types import TracebackType
 
 Signature = tuple[int, int, int]  # inode, size, mtime in ns
 NO_INDEX: Signature = (-1, -1, -1)  # no index file (nothing ever staged)
+HASH_BYTES = 32  # the longest hash that ends an index file (SHA-256; SHA-1's is 20)
+SHA1_BYTES = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +62,28 @@ def copy_index(source: Path, target: Path) -> None:
 
 
 def same_content(one: Path, other: Path) -> bool:
-    """Whether two index files hold the same bytes (a missing file holds none)."""
+    """Whether two index files hold the same bytes (a missing file holds none).
+
+    Git ends an index file with the hash of all that precedes it, so two of one size with the
+    same end are the same file: 32 bytes are read, not two files (1.7 MB each on 20,000
+    files). An index written without its hash (``index.skipHash``: zeros) is compared whole.
+    """
     try:
-        if one.stat().st_size != other.stat().st_size:
-            return False
-        return one.read_bytes() == other.read_bytes()
+        with one.open("rb") as first, other.open("rb") as second:
+            size = os.fstat(first.fileno()).st_size
+            if size != os.fstat(second.fileno()).st_size:
+                return False
+            if size >= HASH_BYTES:
+                first.seek(-HASH_BYTES, os.SEEK_END)
+                second.seek(-HASH_BYTES, os.SEEK_END)
+                end = first.read(HASH_BYTES)
+                if end != second.read(HASH_BYTES):
+                    return False
+                if end[-SHA1_BYTES:] != bytes(SHA1_BYTES):
+                    return True
+                first.seek(0)
+                second.seek(0)
+            return first.read() == second.read()
     except FileNotFoundError:
         return False
 

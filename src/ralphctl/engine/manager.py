@@ -10,6 +10,11 @@ The database is the memory: a manager that crashes or shuts down is replaced by 
 whose ``start()`` picks up where it stood (``engine/reconcile``). Every store call made on the
 event loop goes through the store's thread (``engine/storethread``): a database that makes
 writes wait holds up no other loop and no HTTP answer.
+
+Fleet loops (``fleet.placement``) are never this manager's: the fleet's workers run them.
+Its pause, resume and stop reach the worker holding one, or settle or queue it again
+(``fleet.control``); on PostgreSQL the subscribers also get every other process's events, in
+seq order (``engine/eventfeed``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from ralphctl.engine.control import (
     settle,
     write_sentinel,
 )
+from ralphctl.engine.eventfeed import EventFeed
 from ralphctl.engine.eventlog import log_event
 from ralphctl.engine.hookmode.runner import HookLoopRunner
 from ralphctl.engine.reconcile import reconcile
@@ -63,6 +69,7 @@ from ralphctl.engine.starting import (
 )
 from ralphctl.engine.steering import tell
 from ralphctl.engine.storefailure import MAX_RECOVERIES, StoreHealth, note_failure
+from ralphctl.fleet.placement import is_fleet_loop
 from ralphctl.settings import LoopsSettings
 from ralphctl.store.errors import StoreError
 from ralphctl.store.metrics import Stats, stats
@@ -147,6 +154,7 @@ class LoopManager:
         self._store_failures: dict[str, int] = {}  # per loop, since its last iteration
         self._recoveries: set[asyncio.Task[None]] = set()
         self._filling = asyncio.Lock()  # one _fill at a time: slots are counted, then taken
+        self._feed: EventFeed | None = None  # other processes' events, once started
 
     @classmethod
     def from_settings(cls, store: Store, settings: LoopsSettings, **options: Any) -> LoopManager:
@@ -163,7 +171,11 @@ class LoopManager:
     # -- lifecycle --------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Reconcile what the last manager left, then resume what should run."""
+        """Follow the events of other processes (on PostgreSQL: ``engine.eventfeed``),
+        reconcile what the last manager left, then resume what should run."""
+        if self.store.url.startswith("postgresql"):
+            self._feed = EventFeed(self.store, self._bus.publish)
+            await self._feed.start()
         found = await storethread.submit_delivering(
             self.store,
             lambda found: self._emit_all(found.events),
@@ -192,6 +204,8 @@ class LoopManager:
         for running in self._running.values():
             running.control.request(Interruption.SUSPEND)
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._feed is not None:
+            await self._feed.close()
         self._bus.close()
 
     # -- commands ---------------------------------------------------------------------------
@@ -234,6 +248,8 @@ class LoopManager:
         """Pause between iterations (a hook-mode loop: at its session's next Stop), or
         ``now``: interrupt the running iteration."""
         loop, running = await self._find(loop_id)
+        if running is None and await self._stored(is_fleet_loop, self.store, loop.id):
+            return await self._control_fleet(loop.id, ExternalSignal.PAUSE, now=now)
         transition(self._status(loop, running), LoopStatus.PAUSED)
         if running is None:
             return await self._settle_or_ask(loop, LoopStatus.PAUSED, ExternalSignal.PAUSE)
@@ -260,6 +276,8 @@ class LoopManager:
         """
         self._check_open()
         loop, running = await self._find(loop_id)
+        if running is None and await self._stored(is_fleet_loop, self.store, loop.id):
+            return await self._resume_fleet(loop.id)
         if running is not None or not self._orphaned(loop):
             transition(self._status(loop, running), LoopStatus.RUNNING)
         check_resumable(loop)
@@ -275,6 +293,8 @@ class LoopManager:
     async def stop(self, loop_id: str) -> LoopRecord:
         """End the loop as stopped; a running iteration is interrupted (recorded so)."""
         loop, running = await self._find(loop_id)
+        if running is None and await self._stored(is_fleet_loop, self.store, loop.id):
+            return await self._control_fleet(loop.id, ExternalSignal.STOP)
         transition(self._status(loop, running), LoopStatus.STOPPED)
         if running is None:
             return await self._settle_or_ask(loop, LoopStatus.STOPPED, ExternalSignal.STOP)
@@ -500,6 +520,37 @@ class LoopManager:
         )
         return settled
 
+    async def _control_fleet(
+        self, loop_id: str, signal: ExternalSignal, *, now: bool = False
+    ) -> LoopRecord:
+        """Pause or stop a fleet loop: its worker is asked, or it is settled here."""
+        from ralphctl.fleet.control import control_fleet_loop  # the fleet extra
+
+        controlled = await storethread.submit_delivering(
+            self.store,
+            lambda done: self._emit_all(done.events),
+            control_fleet_loop,
+            self.store,
+            loop_id,
+            signal,
+            now=now,
+        )
+        return controlled.loop
+
+    async def _resume_fleet(self, loop_id: str) -> LoopRecord:
+        """Queue a fleet loop again for a worker (``fleet.control``)."""
+        from ralphctl.fleet.control import mark_resumed, requeue  # the fleet extra
+
+        controlled, labels = await storethread.submit_delivering(
+            self.store,
+            lambda done: self._emit_all(done[0].events),
+            mark_resumed,
+            self.store,
+            loop_id,
+        )
+        await requeue(self.store.url, loop_id, labels)
+        return controlled.loop
+
     def _check_open(self) -> None:
         if self._closing:
             raise ManagerClosing("the loop manager is shutting down")
@@ -522,7 +573,10 @@ class LoopManager:
         log_event(event)
         if event.event_type == EventType.ITERATION_COMPLETED:
             self._store_failures.pop(event.loop_id, None)
-        self._bus.publish(event)
+        if self._feed is None:
+            self._bus.publish(event)
+        else:
+            self._feed.local(event)
 
     def _emit_all(self, events: Iterable[EventRecord]) -> None:
         for event in events:

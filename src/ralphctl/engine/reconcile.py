@@ -7,8 +7,9 @@ order (those that were running first, oldest first), or, with ``on_start = "leav
 paused (pending loops stay pending until resumed). A hook-mode loop whose runner had begun
 its session cannot be entered again: it is stopped (``interrupted``) and its tracker
 deactivated. A loop armed through the plugin in a session ralphctl did not launch has no
-runner to lose: it is left as it is (its Stop hook drives it). The sockets of hook-mode
-runners that died are removed.
+runner to lose: it is left as it is (its Stop hook drives it), and so is a fleet loop (the
+fleet's workers run it, ``fleet.placement``). The sockets of hook-mode runners that died are
+removed.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ralphctl.domain.states import LoopStatus, StopReason
 from ralphctl.engine.control import clear_sentinels, plugin_loop, settle
 from ralphctl.engine.hookmode.sockets import remove_stale
 from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
+from ralphctl.fleet.placement import placements
 from ralphctl.store.records import EventRecord, LoopRecord
 from ralphctl.store.repository import Store
 
@@ -47,8 +49,13 @@ def reconcile(store: Store, orphaned: Callable[[LoopRecord], bool], resume: bool
     recorded."""
     found = Reconciled(removed_sockets=remove_stale())
     candidates = store.list_loops(ORPHAN_STATUSES)
+    fleet = placements(store, [loop.id for loop in candidates])
     loops = sorted(
-        (loop for loop in candidates if not plugin_loop(loop) and orphaned(loop)),
+        (
+            loop
+            for loop in candidates
+            if loop.id not in fleet and not plugin_loop(loop) and orphaned(loop)
+        ),
         key=resume_order,
     )
     leftovers = interrupt_leftovers(store, loops)

@@ -58,7 +58,7 @@ from ralphctl.domain.stoprules import Totals
 from ralphctl.domain.usage_limits import usage_warning
 from ralphctl.engine import storethread
 from ralphctl.engine.assess import Assessment, assess, completion_claim
-from ralphctl.engine.checkpoint import CommitSigning, create_checkpoint
+from ralphctl.engine.checkpoint import CheckpointMemory, create_checkpoint
 from ralphctl.engine.fresh_tracker import FreshTracker, TrackerUnreadable
 from ralphctl.engine.gates import GateResult, run_gates
 from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
@@ -190,7 +190,7 @@ class LoopRunner:
         self._segment_start = time.monotonic()
         self._state = StateWriter(self.workdir, self._state_failed)
         self._progress = ProgressProbe(self.workdir)
-        self._signing = CommitSigning()  # commit.gpgSign, asked once per run
+        self._checkpoint_memory = CheckpointMemory()  # kept from one checkpoint to the next
         self._tracker = FreshTracker(self.workdir, loop.id) if config.tracker_template else None
         self._tracker_problem: str | None = None
         self._budgets_warned: set[str] = set()  # budget_warning said (read back on resume)
@@ -510,7 +510,7 @@ class LoopRunner:
             n,
             branch=self.config.checkpoint_branch,
             staged=self._progress.staged(),  # no hook runs: the files stay as they are
-            signing=self._signing,
+            memory=self._checkpoint_memory,
         )
         if outcome.sha:
             await self._stored(

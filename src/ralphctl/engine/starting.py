@@ -271,6 +271,11 @@ def _check_mode(
     if mode == "fresh":
         if not adapter.capabilities.fresh:
             raise InvalidSpec(f"the {adapter.name} agent cannot run fresh-context loops")
+        if given.get("clear_context"):
+            raise InvalidSpec(
+                "clear_context: for --mode hook (a fresh loop's every iteration "
+                "starts with a fresh context)"
+            )
         return
     from ralphctl.engine.hookmode.setup import FRESH_ONLY, HookModeError, check_hook_mode
 

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from ralphctl.hook.tracker import Tracker
 
 #: The events a Stop hook answers (Claude Code and Codex: Stop; Gemini: AfterAgent;
-#: Copilot: agentStop; Cursor: stop).
-EVENTS = frozenset({"Stop", "AfterAgent", "agentStop", "stop"})
+#: Copilot: agentStop; Cursor: stop; OpenCode: session.idle, sent by ralphctl's plugin).
+EVENTS = frozenset({"Stop", "AfterAgent", "agentStop", "stop", "session.idle"})
 DEFAULT_FORMAT = "claude"
 #: Cursor's own cap on follow-ups (its hooks.json ``loop_limit``) when the hook is not told.
 CURSOR_LOOP_LIMIT = 5
@@ -49,7 +49,8 @@ class HookError(Exception):
 
 
 def main(argv: list[str]) -> int:
-    """``ralphctl-hook stop [--format claude|codex|gemini|copilot|cursor] [--loop-limit N]``:
+    """``ralphctl-hook stop [--format claude|codex|gemini|copilot|cursor|opencode]
+    [--loop-limit N]``:
     always exits 0. ``--loop-limit`` repeats Cursor's ``loop_limit`` from its hooks.json.
 
     Under ``ralphctl run --mode hook`` (``RALPHCTL_HOOK_SOCKET`` set) the runner decides;
@@ -244,10 +245,16 @@ class StopRun:
                 save_fields(found.path, tracker.fields | broken, legacy=found.legacy)
                 return None
             final_text = event.final_text
-            if final_text is None:  # Claude Code before 2.1.47, Copilot, Cursor: may lag
+            if args.output_format == "copilot":  # its transcript lags: wait for this stop
+                from ralphctl.hook.copilot_transcript import final_text as copilot_text
+
+                final_text = copilot_text(event.transcript_path, event.timestamp)
+            # Claude Code before 2.1.47, Cursor: none sent (the transcript may lag);
+            # Gemini: every reply of the process sent (its transcript has the last one)
+            elif final_text is None or args.output_format == "gemini":
                 from ralphctl.hook.transcript import last_assistant_text
 
-                final_text = last_assistant_text(event.transcript_path)
+                final_text = last_assistant_text(event.transcript_path) or final_text or ""
             outcome = decide(
                 state,
                 final_text,

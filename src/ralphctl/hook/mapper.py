@@ -5,6 +5,8 @@ stop prints nothing, or only ``{"systemMessage": …}``. Gemini's AfterAgent hoo
 ``"deny"`` where the others say ``"block"``. Copilot's agentStop takes only ``decision`` and
 ``reason`` (no message for the user). Cursor's stop hook has one output,
 ``{"followup_message": …}``, sent as the next user message; an allowed stop prints nothing.
+OpenCode has no hook: ralphctl's plugin reads ``{"decision": "block", "reason": …}`` and
+prompts the session with the reason.
 A Gemini block may also ask for a fresh context, ``hookSpecificOutput.clearContext``.
 A block's reason is never empty (Codex rejects an empty one, and it is the agent's next
 instruction).
@@ -19,10 +21,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ralphctl.hook.stop import Intent
 
-FORMATS = ("claude", "codex", "gemini", "copilot", "cursor")
-_BLOCK_WORD = {"claude": "block", "codex": "block", "gemini": "deny", "copilot": "block"}
+FORMATS = ("claude", "codex", "gemini", "copilot", "cursor", "opencode")
+_BLOCK_WORD = {
+    "claude": "block",
+    "codex": "block",
+    "gemini": "deny",
+    "copilot": "block",
+    "opencode": "block",
+}
 #: Formats whose CLI shows a ``systemMessage`` to the user.
 _SYSTEM_MESSAGE = frozenset({"claude", "codex", "gemini"})
+#: Formats whose CLI can clear the model's memory at a block (``clear_context``).
+CLEARS_CONTEXT = ("gemini",)
 
 
 def check(output_format: str) -> None:
@@ -44,7 +54,7 @@ def render(intent: Intent | None, output_format: str) -> str | None:
             return dumps({"followup_message": reason})
         document["decision"] = _BLOCK_WORD[output_format]
         document["reason"] = reason
-        if intent.clear_context and output_format == "gemini":
+        if intent.clear_context and output_format in CLEARS_CONTEXT:
             document["hookSpecificOutput"] = {"hookEventName": "AfterAgent", "clearContext": True}
     if intent.system_message and output_format in _SYSTEM_MESSAGE:
         document["systemMessage"] = intent.system_message

@@ -16,6 +16,10 @@ Each agent names the same facts its own way; ``parse(raw, agent)`` maps them to 
   hook_event_name, workspace_roots, transcript_path (may be null), status
   (completed/aborted/error) and loop_count (the follow-ups already sent); no final text and
   no stop_hook_active: a stop with loop_count > 0 follows one of our follow-ups.
+- OpenCode 1.18.33 has no hook: ralphctl's plugin (``plugin/assets/opencode/``) sends, at
+  ``session.idle``, hook_event_name "session.idle", session_id (``ses_…``), cwd,
+  last_assistant_message, status (completed/aborted/error, from the last assistant message)
+  and stop_hook_active (the idle follows the plugin's own prompt).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ CLI_NAMES = {
     "gemini": "Gemini CLI",
     "copilot": "Copilot CLI",
     "cursor": "Cursor",
+    "opencode": "OpenCode",
 }
 #: Cursor's ``status`` of a stop that ended the turn normally; others are no completion.
 COMPLETED = "completed"
@@ -49,7 +54,8 @@ class StopEvent:
     """The fields the hook uses; ``final_text`` is None when the CLI did not send it.
 
     ``status`` is None unless the CLI says how the turn ended (Cursor: "completed",
-    "aborted", "error"); ``loop_count`` is Cursor's count of follow-ups already sent.
+    "aborted", "error"); ``loop_count`` is Cursor's count of follow-ups already sent;
+    ``timestamp`` Copilot's stop time (ms), which names the stop in its transcript.
     """
 
     __slots__ = (
@@ -60,6 +66,7 @@ class StopEvent:
         "session_id",
         "status",
         "stop_hook_active",
+        "timestamp",
         "transcript_path",
     )
 
@@ -74,6 +81,7 @@ class StopEvent:
         final_text: str | None = None,
         status: str | None = None,
         loop_count: int | None = None,
+        timestamp: int | None = None,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
@@ -83,6 +91,7 @@ class StopEvent:
         self.final_text = final_text
         self.status = status
         self.loop_count = loop_count
+        self.timestamp = timestamp
 
     @property
     def completed_turn(self) -> bool:
@@ -153,12 +162,14 @@ def _gemini(data: dict[str, object]) -> StopEvent:
 
 
 def _copilot(data: dict[str, object]) -> StopEvent:
+    timestamp = data.get("timestamp")
     return StopEvent(
         session_id=_first_text(data, "sessionId", "session_id"),
         cwd=_text(data, "cwd"),
         transcript_path=_first_text(data, "transcriptPath", "transcript_path"),
         hook_event_name=_first_text(data, "hookEventName", "hook_event_name"),
         stop_hook_active=data.get("stop_hook_active") is True or data.get("stopHookActive") is True,
+        timestamp=timestamp if type(timestamp) is int else None,
     )
 
 
@@ -176,12 +187,20 @@ def _cursor(data: dict[str, object]) -> StopEvent:
     )
 
 
+def _opencode(data: dict[str, object]) -> StopEvent:
+    event = _claude(data)
+    event.final_text = _text(data, "last_assistant_message")
+    event.status = _text(data, "status")
+    return event
+
+
 _NORMALISERS = {
     "claude": _claude,
     "codex": _claude,
     "gemini": _gemini,
     "copilot": _copilot,
     "cursor": _cursor,
+    "opencode": _opencode,
 }
 
 

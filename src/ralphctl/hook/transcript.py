@@ -6,7 +6,10 @@ Claude Code writes each content block of an assistant message as its own line, a
 Copilot CLI never sends the final text: its ``events.jsonl`` has one ``assistant.message``
 line per message (``data.content``). Cursor's transcript lines carry ``role`` and
 ``message.content``; Codex's rollout lines ``payload`` with ``role`` and ``content``.
-Gemini CLI's transcript is one JSON document, not lines: only searched for a token.
+Gemini CLI 0.61.0 appends one record per line to ``chats/session-*.jsonl``: a message is a
+``"type": "gemini"`` record (``content``: its text, or a list of parts), appended again
+under the same ``id`` when it is updated; its AfterAgent ``prompt_response`` holds every
+reply since the process started, so the hook reads a Gemini loop's last text here.
 """
 
 from __future__ import annotations
@@ -116,7 +119,7 @@ def _tail(path: str | None, limit: int) -> bytes | None:
 
 def _assistant_message(line: bytes) -> dict[str, object] | None:
     """The assistant message of one line, as ``{"id", "content"}``, in any CLI's spelling."""
-    if b"assistant" not in line:
+    if b"assistant" not in line and b'"gemini"' not in line:
         return None
     try:
         record = loads(line)
@@ -131,6 +134,8 @@ def _assistant_message(line: bytes) -> dict[str, object] | None:
         message = record.get("data")
         if isinstance(message, dict) and message.get("parentToolCallId"):
             return None  # a sub-agent's message
+    elif kind == "gemini":  # Gemini CLI
+        message = {"id": record.get("id"), "content": _gemini_content(record.get("content"))}
     elif kind == "response_item":  # Codex
         message = record.get("payload")
         if not isinstance(message, dict) or message.get("role") != "assistant":
@@ -140,6 +145,17 @@ def _assistant_message(line: bytes) -> dict[str, object] | None:
     if not isinstance(message, dict):
         return None
     return {"id": message.get("id", message.get("messageId")), "content": message.get("content")}
+
+
+def _gemini_content(content: object) -> object:
+    """Gemini's content as text blocks: a string, or parts whose ``text`` is not a thought."""
+    if not isinstance(content, list):
+        return content
+    return [
+        {"type": "text", "text": part.get("text")}
+        for part in content
+        if isinstance(part, dict) and part.get("thought") is not True
+    ]
 
 
 def _blocks(message: dict[str, object]) -> list[dict[str, object]]:

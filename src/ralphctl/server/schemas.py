@@ -31,6 +31,7 @@ from ralphctl.store.records import (
 )
 
 if TYPE_CHECKING:
+    from ralphctl.fleet.placement import Placement
     from ralphctl.store.metrics import Stats
 
 #: Whole numbers and amounts as ``ralphctl.domain.numbers`` accepts them, declared in the
@@ -131,8 +132,23 @@ _BUDGET_FIELDS = {
 }
 
 
+class FleetOut(BaseModel):
+    """Where a fleet loop works (docs/fleet.md): ``repo`` from ``branch``, on ``loop_branch``;
+    ``worker`` holds it now (null: none does: pending, between workers, or ended);
+    ``waiting_for``: why a pending one waits (``waiting for a worker with label gpu``: no
+    live worker has its labels), else null."""
+
+    repo: str
+    branch: str
+    loop_branch: str
+    labels: list[str]
+    worker: str | None
+    waiting_for: str | None = None
+
+
 class Loop(BaseModel):
-    """A loop with its running totals; ``max_iterations`` and ``max_cost_usd`` are its budgets."""
+    """A loop with its running totals; ``max_iterations`` and ``max_cost_usd`` are its budgets;
+    ``fleet`` says where a fleet loop works (null for every other loop)."""
 
     id: str
     name: str
@@ -160,15 +176,17 @@ class Loop(BaseModel):
     ended_at: datetime | None
     updated_at: datetime | None
     config: dict[str, Any]
+    fleet: FleetOut | None = None
 
     @classmethod
-    def of(cls, loop: LoopRecord) -> Loop:
+    def of(cls, loop: LoopRecord, placement: Placement | None = None) -> Loop:
         return cls(
             **{name: getattr(loop, name) for name in _LOOP_COPIED},
             status=str(loop.status),
             stop_reason=None if loop.stop_reason is None else str(loop.stop_reason),
             max_iterations=_count_budget(loop.config.get("max_iterations")),
             max_cost_usd=_usd_budget(loop.config.get("max_cost_usd")),
+            fleet=None if placement is None else FleetOut(**placement.to_json()),
         )
 
     @field_serializer("config")
@@ -189,6 +207,7 @@ def _usd_budget(value: object) -> float | None:
 
 
 _LOOP_COPIED = set(Loop.model_fields) - {
+    "fleet",
     "status",
     "stop_reason",
     "max_iterations",

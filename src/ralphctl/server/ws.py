@@ -23,9 +23,10 @@ from starlette.concurrency import run_in_threadpool
 
 from ralphctl.domain.money import round_costs
 from ralphctl.engine.manager import LoopManager, Subscription
+from ralphctl.server.api.loops import listed
 from ralphctl.server.api.params import MAX_INT64
 from ralphctl.server.api.prometheus import Telemetry
-from ralphctl.server.schemas import Loop, Snapshot, SnapshotData
+from ralphctl.server.schemas import Snapshot, SnapshotData
 from ralphctl.store import metrics
 from ralphctl.store.errors import LoopNotFound, StoreError
 from ralphctl.store.records import EventRecord
@@ -121,8 +122,9 @@ class EventStream:
             loops = await run_in_threadpool(self.store.list_loops)
         else:
             loops = [await run_in_threadpool(self.store.get_loop, self.loop_id)]
+        listed_loops = await run_in_threadpool(listed, self.store, loops)
         snapshot = Snapshot(
-            data=SnapshotData(loops=[Loop.of(loop) for loop in loops], last_seq=last_seq),
+            data=SnapshotData(loops=listed_loops, last_seq=last_seq),
             timestamp=datetime.now(UTC),
         )
         await self.websocket.send_text(snapshot.model_dump_json())

@@ -19,9 +19,10 @@ from ralphctl.store.url import display, mask, sqlite_path
 _PG_CONNECT_TIMEOUT_S = 10
 
 
-def open_engine(url: str) -> Engine:
-    """An engine for ``url`` whose schema is at head; StoreError with a clear message if not."""
-    engine = _create(url)
+def open_engine(url: str, *, pool_size: int | None = None) -> Engine:
+    """An engine for ``url`` whose schema is at head; StoreError with a clear message if not.
+    ``pool_size``: PostgreSQL connections kept open (as many again opened for a burst)."""
+    engine = _create(url, pool_size)
     try:
         with engine.connect() as conn:
             revision = schema_revision(conn)
@@ -69,7 +70,7 @@ def cause_of(exc: Exception) -> str:
     return " ".join(str(orig if orig is not None else exc).split())
 
 
-def _create(url: str) -> Engine:
+def _create(url: str, pool_size: int | None = None) -> Engine:
     try:
         backend = make_url(url).get_backend_name()
     except ArgumentError as exc:
@@ -88,7 +89,8 @@ def _create(url: str) -> Engine:
         connect_args = (
             {} if "connect_timeout" in url else {"connect_timeout": _PG_CONNECT_TIMEOUT_S}
         )
-        return create_engine(url, pool_pre_ping=True, connect_args=connect_args)
+        sized = {} if pool_size is None else {"pool_size": pool_size, "max_overflow": pool_size}
+        return create_engine(url, pool_pre_ping=True, connect_args=connect_args, **sized)
     raise StoreError(
         f"unsupported database URL {mask(url)!r}: use a file path, sqlite:/// or postgresql://"
     )

@@ -222,3 +222,43 @@ notification_cursor = Table(
     Column("name", String, primary_key=True),
     Column("seq", BigInteger, nullable=False),
 )
+
+# Fleet mode (``ralphctl.fleet``, which runs on PostgreSQL only; the tables exist on every
+# backend so that one schema serves both). The lease by which one worker holds a loop:
+# ``generation`` grows by one with each acquisition and fences out every earlier holder;
+# ``worker`` is None once released. Times are the database server's clock. ``control_request``:
+# a pause or stop asked of the loop's holder, kept until a controller settles the loop.
+loop_leases = Table(
+    "loop_leases",
+    metadata,
+    Column("loop_id", String, _loop_fk(), primary_key=True),
+    Column("worker", String),
+    Column("generation", BigInteger, nullable=False),
+    Column("acquired_at", UTCDateTime),
+    Column("expires_at", UTCDateTime),
+    Column("control_request", String),
+)
+
+# Where a fleet loop's work lives (its repository and base branch; it works on the branch
+# ``ralph/<loop-id>``) and the labels a worker needs to run it.
+fleet_loops = Table(
+    "fleet_loops",
+    metadata,
+    Column("loop_id", String, _loop_fk(), primary_key=True),
+    Column("repo_url", String, nullable=False),
+    Column("base_branch", String, nullable=False),
+    Column("labels", _json(), nullable=False),
+)
+
+# The fleet's workers, one row per name, as each registered itself; ``heartbeat_at`` (the
+# database server's clock) says whether it is alive.
+workers = Table(
+    "workers",
+    metadata,
+    Column("name", String, primary_key=True),
+    Column("labels", _json(), nullable=False),
+    Column("concurrency", Integer, nullable=False),
+    Column("version", String, nullable=False),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("heartbeat_at", UTCDateTime, nullable=False),
+)

@@ -18,7 +18,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -190,7 +190,14 @@ def select(
 ) -> list[dict[str, Any]]:
     """Every column of the rows matching ``key``, ordered by the column ``order_by``."""
     sql = f"SELECT * FROM {table} WHERE {_matching(key)} ORDER BY {order_by}"
-    cursor = connection.execute(sql, encode(table, key))
+    return rows(connection, table, sql, encode(table, key))
+
+
+def rows(
+    connection: sqlite3.Connection, table: str, sql: str, parameters: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """The rows of query ``sql`` on ``table``, decoded (``decode``)."""
+    cursor = connection.execute(sql, parameters)
     names = [column[0] for column in cursor.description]
     return [decode(table, dict(zip(names, row, strict=True))) for row in cursor]
 

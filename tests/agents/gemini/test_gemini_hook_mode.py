@@ -73,8 +73,9 @@ def test_the_hook_keeps_one_gemini_session_going_until_the_marker(gemini):
     assert (summary["status"], summary["iterations"]) == ("completed", 3)
     loop, iterations = stored(gemini, summary["loop_id"])
     assert [(it.n, it.status) for it in iterations] == [(1, "ok"), (2, "ok"), (3, "ok")]
-    # AfterAgent's prompt_response holds every reply since the process started (CLI 0.61.0)
-    assert iterations[0].output_summary == "Working (1)."
+    # AfterAgent's prompt_response holds every reply since the process started (CLI 0.61.0):
+    # each summary is that iteration's reply, from the session's JSONL transcript
+    assert [it.output_summary for it in iterations[:2]] == ["Working (1).", "Working (2)."]
     assert "<promise>COMPLETE</promise>" in iterations[-1].output_summary
     assert iterations[-1].completion_signal_found
     assert {it.agent_session_id for it in iterations} == {loop.agent_session_id}
@@ -86,6 +87,25 @@ def test_the_hook_keeps_one_gemini_session_going_until_the_marker(gemini):
     assert TASK in sent[0]
     assert all(TASK not in text and text for text in sent[1:])
     assert (gemini.home / ".gemini" / "settings.json").read_text() == user_settings
+
+
+def test_clear_context_gives_each_iteration_a_fresh_memory_in_the_same_session(gemini):
+    served = len(gemini.main_requests)
+    gemini.server.set_script(Reply("Working (1)."), Reply("Working (2)."), Reply(DONE))
+
+    done = run_hook_mode(gemini, "--max-iterations", "5", "--clear-context")
+
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["status"], summary["iterations"]) == ("completed", 3)
+    loop, iterations = stored(gemini, summary["loop_id"])
+    # each summary is that iteration's reply, read from the session's JSONL transcript
+    assert [it.output_summary for it in iterations[:2]] == ["Working (1).", "Working (2)."]
+    assert {it.agent_session_id for it in iterations} == {loop.agent_session_id}
+    third = json.dumps(gemini.main_requests[served + 2].body["contents"])
+    assert "Working (1)." not in third
+    assert "Working (2)." not in third
+    assert "Ralph iteration 3/5" in third  # the block's reason is the next prompt
 
 
 def test_a_loop_ends_at_max_iterations_with_exit_1(gemini):

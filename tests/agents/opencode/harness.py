@@ -4,13 +4,16 @@ Each session gets its own ``HOME`` and XDG dirs (config, data, state, cache: nev
 user's) and an ``opencode.json`` (``$OPENCODE_CONFIG``) declaring the mock as a custom
 OpenAI-compatible provider with prices, so that opencode reports a cost. The mock answers
 429s and 5xx with ``retry-after: 0``: opencode's five retries then take no time. Models are
-not fetched, nothing is shared, no LSP is downloaded.
+not fetched, nothing is shared, no LSP is downloaded. ``opencode_server`` runs
+``opencode serve`` instead, whose sessions outlive their idle (as in the TUI).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
+import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -166,6 +169,58 @@ class RealOpencode:
         return OpencodeRun(
             argv, completed.returncode, completed.stdout, completed.stderr.decode(errors="replace")
         )
+
+
+@dataclass(frozen=True)
+class OpencodeServer:
+    """A running ``opencode serve`` and the few HTTP calls a test makes to it."""
+
+    url: str
+    project: Path
+
+    def call(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        """One JSON request (the project as the request's directory); its JSON answer."""
+        request = urllib.request.Request(
+            self.url + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"content-type": "application/json", "x-opencode-directory": str(self.project)},
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            text = answer.read()
+        return json.loads(text) if text else None
+
+    def new_session(self) -> str:
+        return str(self.call("POST", "/session", {})["id"])
+
+
+@contextmanager
+def opencode_server(opencode: RealOpencode) -> Iterator[OpencodeServer]:
+    """``opencode serve`` on a free port in the project, as the TUI runs it: its sessions stay
+    alive after they go idle. Stopped (SIGTERM) on exit."""
+    process = subprocess.Popen(
+        [str(opencode.binary), "serve", "--port", "0"],
+        cwd=opencode.project,
+        env=opencode.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # "opencode server listening on http://127.0.0.1:PORT"
+            if found := re.search(r"listening on (http://\S+)", line):
+                break
+        else:
+            raise RuntimeError(f"opencode serve exited ({process.wait()}) before listening")
+        yield OpencodeServer(found[1], opencode.project)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @contextmanager

@@ -12,8 +12,11 @@ from collections.abc import Sequence
 from ralphctl.domain.analyzer import analyse, prompt_notes
 from ralphctl.engine.hookmode.activity import Activity
 
-#: The decisions that send a reason back to the agent (Claude, Codex: block; Gemini: deny).
+#: The decisions that send a reason back to the agent (Claude, Codex, Copilot: block;
+#: Gemini: deny).
 _CONTINUING = frozenset({"block", "deny"})
+#: Cursor's only answer, a follow-up: the next user message.
+_FOLLOWUP = "followup_message"
 
 
 def iteration_notes(final_text: str, activity: Activity) -> list[str]:
@@ -30,10 +33,13 @@ def with_notes(line: str | None, notes: Sequence[str]) -> str | None:
         answer = json.loads(line)
     except ValueError:
         return line
-    if not isinstance(answer, dict) or answer.get("decision") not in _CONTINUING:
+    if not isinstance(answer, dict):
         return line
-    reason = answer.get("reason")
+    key = _FOLLOWUP if _FOLLOWUP in answer else "reason"
+    if key == "reason" and answer.get("decision") not in _CONTINUING:
+        return line
+    reason = answer.get(key)
     if not isinstance(reason, str):
         return line
-    answer["reason"] = "\n\n".join([reason, *notes])
+    answer[key] = "\n\n".join([reason, *notes])
     return json.dumps(answer)

@@ -1,6 +1,7 @@
 """What hook mode needs before its session, for the loop-start service (``engine.starting``):
-its checks (the agent's capabilities, agent arguments, fresh-only settings), arming the
-tracker of a new session and storing its loop, and the session's command for ``--dry-run``."""
+its checks (the agent's capabilities, agent arguments, fresh-only settings, ``clear_context``
+only for an agent whose hook can clear the model's memory), arming the tracker of a new
+session and storing its loop, and the session's command for ``--dry-run``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ralphctl.engine.hookmode.session import Session, session_command
 from ralphctl.engine.hookmode.sockets import runtime_dir
 from ralphctl.engine.loops import new_loop
 from ralphctl.hook.arming import DEFAULT_TEMPLATE, Armed, ArmError, arm
+from ralphctl.hook.mapper import CLEARS_CONTEXT
 from ralphctl.hook.tracker import load, update_fields
 from ralphctl.store.records import LoopRecord
 
@@ -54,9 +56,16 @@ def check_hook_mode(config: LoopConfig, adapter: AgentAdapter) -> None:
     says so)."""
     capabilities = adapter.capabilities
     if not (capabilities.same_session and capabilities.resume):
+        why = f" ({capabilities.no_hook_mode_reason})" if capabilities.no_hook_mode_reason else ""
         raise HookModeError(
             f"hook mode keeps one session going through its Stop hook, which the "
-            f"{adapter.name} agent cannot do; agents that can: {', '.join(same_session_agents())}"
+            f"{adapter.name} agent cannot do{why}; agents that can: "
+            f"{', '.join(same_session_agents())}"
+        )
+    if config.clear_context and adapter.name not in CLEARS_CONTEXT:
+        raise HookModeError(
+            f"clear_context: the {adapter.name} agent's hook cannot clear the model's memory; "
+            f"agents that can: {', '.join(CLEARS_CONTEXT)}"
         )
     try:
         preview(adapter, config, Path.cwd())
@@ -139,6 +148,7 @@ def _arm(root: Path, task: str, session_id: str, config: LoopConfig) -> Armed:
             max_tokens=config.max_tokens,
             continue_message=config.continue_message or CONTINUE_MESSAGE,
             template=config.tracker_template or DEFAULT_TEMPLATE,
+            clear_context=config.clear_context,
         )
     except ArmError as exc:
         raise HookModeError(str(exc)) from None

@@ -6,6 +6,10 @@ else, or is not a directory, is refused). A socket is named ``<pid>-<loop id>.so
 the process that listens on it; the runner removes it when it ends. One left behind by a
 runner that died is removed by the next manager's start-up (``remove_stale``): only when its
 process is gone and nothing accepts a connection on it, so a live runner's never is.
+
+A Unix socket's path has a hard limit (107 bytes on Linux, 103 on macOS): when the runtime
+dir is too deep for it (a long ``$XDG_RUNTIME_DIR`` or ``$TMPDIR``), the socket goes to
+``/tmp/ralphctl-<uid>`` instead, made and checked the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from ralphctl.agents.process import pid_exists
 
 SUFFIX = ".sock"
 PROBE_TIMEOUT_S = 0.2
+#: The longest socket path every platform binds (macOS: 104 bytes with the final NUL).
+MAX_SOCKET_PATH = 103
 
 
 class UnsafeRuntimeDir(OSError):
@@ -36,13 +42,21 @@ def runtime_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"ralphctl-{os.getuid()}"
 
 
+def short_dir() -> Path:
+    """Where sockets go when the runtime dir is too deep for a socket's path."""
+    return Path("/tmp") / f"ralphctl-{os.getuid()}"
+
+
 @contextlib.contextmanager
 def listening_path(loop_id: str) -> Iterator[str]:
     """The socket path of this process's runner of ``loop_id``, removed when the block ends."""
+    name = f"{os.getpid()}-{loop_id}{SUFFIX}"
     folder = runtime_dir()
+    if len(os.fsencode(folder / name)) > MAX_SOCKET_PATH:
+        folder = short_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     _check_private(folder)
-    path = folder / f"{os.getpid()}-{loop_id}{SUFFIX}"
+    path = folder / name
     path.unlink(missing_ok=True)  # left by an earlier process that had this pid
     try:
         yield str(path)
@@ -52,17 +66,17 @@ def listening_path(loop_id: str) -> Iterator[str]:
 
 def remove_stale() -> list[Path]:
     """Remove the sockets of runners that died; returns them."""
-    folder = runtime_dir()
-    try:
-        _check_private(folder)
-        entries = list(folder.iterdir())
-    except OSError:  # none yet, or not ours to tidy
-        return []
     removed = []
-    for path in entries:
-        if _stale(path):
-            path.unlink(missing_ok=True)
-            removed.append(path)
+    for folder in dict.fromkeys((runtime_dir(), short_dir())):
+        try:
+            _check_private(folder)
+            entries = list(folder.iterdir())
+        except OSError:  # none yet, or not ours to tidy
+            continue
+        for path in entries:
+            if _stale(path):
+                path.unlink(missing_ok=True)
+                removed.append(path)
     return removed
 
 

@@ -4,14 +4,14 @@
 truth and a hook that could not reach the runner decides exactly as the runner would. Before
 deciding, the live cost and token totals go into the tracker, where the budgets are read.
 The answer is sent first; the iteration is recorded after it (``Reply.then``). A block's
-reason carries the notes a fresh loop's next prompt would (``notes``). With
+reason carries the notes a fresh loop's next prompt would (``notes``). Each Stop is read, and
+answered, in the format of the agent whose hook forwarded it (its ``--format``). With
 ``on_question = wait``, a Stop whose text asks the user something (and whose block brings no
 message of theirs) is allowed instead: the runner waits for the answer (``answers``).
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from functools import partial
@@ -36,8 +36,10 @@ from ralphctl.engine.hookmode.usage import MeteredParser, Usage
 from ralphctl.engine.runner import RunControl
 from ralphctl.engine.sentinels import read_sentinel
 from ralphctl.hook.frontmatter import Scalar
-from ralphctl.hook.handler import respond
+from ralphctl.hook.handler import DEFAULT_FORMAT, HookError, parse_args, respond
+from ralphctl.hook.mapper import FORMATS, render
 from ralphctl.hook.record import StopRecord
+from ralphctl.hook.stop import Allow
 from ralphctl.hook.stopinput import StopInputError, parse
 
 NOT_OURS = Reply(decided=False)
@@ -98,7 +100,8 @@ class Stops:
 
     def on_stop(self, request: StopRequest) -> Reply:
         """Decide one forwarded Stop (in the event loop: quick)."""
-        session, text = _stop_input(request.raw)
+        agent = _agent_format(request.argv)
+        session, text = _stop_input(request.raw, agent)
         if self.adopt is not None and session:  # the input's own id, never an inherited one
             self.adopt(session)
         if (session or request.session_id) != self.session.session_id:
@@ -113,21 +116,23 @@ class Stops:
         self.decided += 1
         self._write_totals()
         line, record = respond(request.raw, request.argv, self._env, time.time())
+        if record is not None:  # the text decided on (Copilot, Cursor, Gemini: a transcript's)
+            text = record.summary
         if record is not None and record.stop_reason is None:
             signal = self.external()
             if signal is ExternalSignal.STOP:
-                line = self._stop_now(record, StopReason.USER_STOP, "stop requested")
+                line = self._stop_now(record, StopReason.USER_STOP, "stop requested", agent)
             elif signal is ExternalSignal.PAUSE:
-                line = self._pause_now(record)
+                line = self._pause_now(record, agent)
             elif (trip := self.breaker.tripped) is not None:
-                line = self._stop_now(record, StopReason.CIRCUIT_BREAKER, trip)
+                line = self._stop_now(record, StopReason.CIRCUIT_BREAKER, trip, agent)
             else:
                 notes = iteration_notes(text or "", self.activity.current())
                 if record.messages:  # the user's messages may answer what the note says not
                     notes = [note for note in notes if note != NO_HUMAN_NOTE]
                 question = None if record.messages else self._waited_for(text or "")
                 if question is not None:
-                    line = self._ask_now(record, question, notes)
+                    line = self._ask_now(record, question, notes, agent)
                 else:
                     line = with_notes(line, notes)
         then = partial(self._record_safely, record, self.meter.take(), text or "")
@@ -209,25 +214,29 @@ class Stops:
         cost = self.history.loop.cost_usd + usage.cost_usd
         self.tracker.update({"cost_usd": cost, "tokens": tokens})
 
-    def _stop_now(self, record: StopRecord, reason: StopReason, detail: str) -> str:
+    def _stop_now(
+        self, record: StopRecord, reason: StopReason, detail: str, agent: str
+    ) -> str | None:
         """Turn the block just decided into the loop's end (a stop request, a tripped breaker)."""
         n = record.iteration
         self.tracker.end(reason, last_decision="allow", iteration=n)
         record.stop_reason, record.stop_detail = str(reason), detail
-        return json.dumps({"systemMessage": f"Ralph loop stopped at iteration {n}: {detail}."})
+        return render(Allow(f"Ralph loop stopped at iteration {n}: {detail}."), agent)
 
-    def _pause_now(self, record: StopRecord) -> str:
+    def _pause_now(self, record: StopRecord, agent: str) -> str | None:
         """Turn the block just decided into the end of the session's turn (a pause)."""
         n = record.iteration
         self.tracker.pause(iteration=n)
         self.paused = True
-        return json.dumps({"systemMessage": f"Ralph loop paused at iteration {n}."})
+        return render(Allow(f"Ralph loop paused at iteration {n}."), agent)
 
     def _waited_for(self, text: str) -> str | None:
         """The question in ``text`` the loop waits to have answered, if it waits for one."""
         return find_question(text) if self.config.on_question == "wait" else None
 
-    def _ask_now(self, record: StopRecord, question: str, notes: list[str]) -> str:
+    def _ask_now(
+        self, record: StopRecord, question: str, notes: list[str], agent: str
+    ) -> str | None:
         """Turn the block just decided into the end of the session's turn: the loop waits
         for the user's answer to ``question`` (the runner, once the process has ended)."""
         n = record.iteration
@@ -235,7 +244,7 @@ class Stops:
         self.tracker.pause(iteration=n)
         self.asked = Asked(n, question, tuple(notes))
         message = f"Ralph loop waiting for an answer to its question at iteration {n}."
-        return json.dumps({"systemMessage": message})
+        return render(Allow(message), agent)
 
     def _warn_unpriced(self) -> None:
         for model in sorted(self.meter.unpriced - self._unpriced):
@@ -243,10 +252,21 @@ class Stops:
             self.history.warn(f"no price for model {model!r}: the live cost estimate leaves it out")
 
 
-def _stop_input(raw: bytes) -> tuple[str | None, str | None]:
-    """The session id and final text of a Stop input (None, None if it is not one)."""
+def _agent_format(argv: list[str]) -> str:
+    """The output format (the agent) the forwarding hook was installed with; Claude Code's
+    when its arguments name none we know (its own decision then fails open)."""
     try:
-        event = parse(raw)
+        output_format = parse_args(argv).output_format
+    except HookError:
+        return DEFAULT_FORMAT
+    return output_format if output_format in FORMATS else DEFAULT_FORMAT
+
+
+def _stop_input(raw: bytes, agent: str) -> tuple[str | None, str | None]:
+    """The session id and final text of ``agent``'s Stop input (None, None if it is not one;
+    the final text is None if the agent does not send it)."""
+    try:
+        event = parse(raw, agent)
     except StopInputError:
         return None, None
     return event.session_id, event.final_text

@@ -6,8 +6,10 @@ Every module ``ralphctl.plugin.targets.<agent>`` exports::
 
 (what that scope installs, as ``ralphctl.plugin.scopes.Plan``; the generic installer writes
 it and records the manifest uninstall reverts), and may export ``LABEL`` (the CLI's name as
-its users know it) and ``NOTES`` (a line per scope to print after installing). Modules load
-lazily, on first use: an agent whose module this ralphctl lacks is a clear error, not a crash.
+its users know it), ``NOTES`` (a line per scope to print after installing) and
+``trust(plan) -> str`` (whether a CLI that asks its user to trust a hook runs the installed
+one: Codex). Modules load lazily, on first use: an agent whose module this ralphctl lacks is
+a clear error, not a crash.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ class TargetError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One agent's installer: its plans, its name for users, its notes after install."""
+    """One agent's installer: its plans, its name for users, its notes after install, and
+    how to read whether the CLI trusts the installed hook (None: it asks no trust)."""
 
     agent: str
     label: str
     make_plan: PlanFunction
     notes: Mapping[Scope, str] = field(default_factory=dict)
+    trust: Callable[[Plan], str] | None = None
 
     def plan(self, scope: Scope, project: Path, interpreter: Interpreter, version: str) -> Plan:
         """What ``scope`` installs for this agent, tagged with the agent."""
@@ -59,6 +63,7 @@ def target(agent: str) -> Target:
         label=str(getattr(module, "LABEL", agent)),
         make_plan=make_plan,
         notes=getattr(module, "NOTES", {}),
+        trust=getattr(module, "trust", None),
     )
 
 

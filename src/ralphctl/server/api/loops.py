@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ralphctl.domain.states import LoopStatus
 from ralphctl.engine.starting import LoopRequest
+from ralphctl.fleet.placement import placements
 from ralphctl.server.api.deps import ManagerDep, StoreDep
 from ralphctl.server.api.params import Since
 from ralphctl.server.errors import error_responses
@@ -23,6 +25,7 @@ from ralphctl.server.schemas import (
     Loop,
     LoopCreate,
 )
+from ralphctl.store.records import LoopRecord
 from ralphctl.store.repository import Store
 
 router = APIRouter(prefix="/api/loops", tags=["loops"])
@@ -44,7 +47,7 @@ def list_loops(
     if workdir is not None:
         wanted = {os.path.normpath(workdir), os.path.realpath(workdir)}  # as given, or resolved
         loops = [loop for loop in loops if os.path.normpath(loop.workdir) in wanted][:limit]
-    return [Loop.of(loop) for loop in loops]
+    return listed(store, loops)
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, responses=error_responses(409, 429))
@@ -70,7 +73,8 @@ async def create_loop(body: LoopCreate, manager: ManagerDep) -> Loop:
 
 @router.get("/{loop_id}", responses=error_responses(404))
 def get_loop(loop_id: LoopId, store: StoreDep) -> Loop:
-    return Loop.of(store.get_loop(loop_id))
+    (loop,) = listed(store, [store.get_loop(loop_id)])
+    return loop
 
 
 @router.post("/{loop_id}/pause", responses=error_responses(404, 409))
@@ -121,6 +125,12 @@ def list_loop_events(
     """The loop's events after ``since``, oldest first."""
     full_id = store.get_loop(loop_id).id
     return [Event.of(e) for e in store.events_since(since, loop_id=full_id, limit=limit)]
+
+
+def listed(store: Store, loops: Sequence[LoopRecord]) -> list[Loop]:
+    """``loops`` as answered, each fleet loop with where it works (``fleet.placement``)."""
+    found = placements(store, [loop.id for loop in loops])
+    return [Loop.of(loop, found.get(loop.id)) for loop in loops]
 
 
 async def _full_id(store: Store, loop_id: str) -> str:

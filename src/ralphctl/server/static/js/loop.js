@@ -64,6 +64,10 @@ export function mount(root, { id, onStatus, onError }) {
         h("dt", {}, "elapsed"), h("dd", {}, elapsed(loop)),
         h("dt", {}, "agent"), h("dd", {}, `${loop.agent} (${loop.mode})`),
         h("dt", {}, "work dir"), h("dd", { class: "path" }, loop.workdir),
+        loop.fleet ? [
+          h("dt", {}, "worker"), h("dd", { "data-fact": "worker" }, loop.fleet.worker ?? loop.fleet.waiting_for ?? "none holds it"),
+          h("dt", {}, "repository"), h("dd", { class: "path" }, `${loop.fleet.repo} @ ${loop.fleet.branch} → ${loop.fleet.loop_branch}`),
+        ] : null,
         loop.stop_reason ? [h("dt", {}, "stopped by"), h("dd", {}, loop.stop_reason, loop.stop_detail ? ` — ${loop.stop_detail}` : "")] : null,
         !loop.stop_reason && loop.stop_detail ? [h("dt", {}, "waiting"), h("dd", { "data-fact": "waiting" }, loop.stop_detail)] : null),
       h("details", {}, h("summary", {}, "task"), h("pre", { class: "task" }, loop.task)),

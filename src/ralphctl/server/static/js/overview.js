@@ -31,8 +31,15 @@ export function mount(root, { onStatus, onError }) {
       h("td", {}, meter(loop.cost_usd, loop.max_cost_usd, `${usd(loop.cost_usd)} / ${usd(loop.max_cost_usd)}`)),
       h("td", { class: "elapsed" }, elapsed(loop)),
       h("td", {}, loop.agent),
-      h("td", { class: "path", title: loop.workdir }, loop.workdir),
+      loop.fleet ? fleetCell(loop.fleet) : h("td", { class: "path", title: loop.workdir }, loop.workdir),
     );
+  }
+
+  // A fleet loop: the worker holding it (or why none does yet), and its repository and base branch.
+  function fleetCell(fleet) {
+    const where = `${fleet.repo} @ ${fleet.branch}`;
+    const who = fleet.worker ?? fleet.waiting_for ?? "no worker";
+    return h("td", { class: "path", title: where, "data-worker": fleet.worker ?? "" }, `${who} · ${where}`);
   }
 
   function render() {
