@@ -44,10 +44,12 @@ def benchable() -> tuple[list[AgentSpec], list[str]]:
 #: The installed executable: one edit in the work dir per run whatever the fake does (so the
 #: loop progresses as a working agent's does and the no-progress guard never ends it), then
 #: the fake itself. At its end it appends the CPU time of its whole process (start-up
-#: included) to the CPU log, so that a benchmark can tell the agent's CPU from ralphctl's, and
-#: exits at once: the interpreter's clean-up (~5 ms of CPU) would come after the figure.
+#: included) and the moment it started to the log, so that a benchmark can tell the agent's
+#: CPU from ralphctl's and time each iteration from one agent's start to the next, and exits at
+#: once: the interpreter's clean-up (~5 ms of CPU) would come after the figure.
 _LAUNCHER = """#!{python} -IS
-import os, resource, runpy, sys
+import os, resource, runpy, sys, time
+started = time.time()
 with open("bench-progress.md", "a") as progress:
     progress.write("run " + os.environ.get("RALPHCTL_ITERATION", "?") + "\\n")
 sys.argv[0] = {source!r}
@@ -60,7 +62,7 @@ sys.stdout.flush()
 sys.stderr.flush()
 usage = resource.getrusage(resource.RUSAGE_SELF)
 with open({cpu_log!r}, "a") as log:
-    log.write(str(usage.ru_utime + usage.ru_stime) + "\\n")
+    log.write(str(usage.ru_utime + usage.ru_stime) + " " + str(started) + "\\n")
 os._exit(status)
 """
 
@@ -81,19 +83,22 @@ def install_fake(spec: AgentSpec, directory: Path) -> Path:
 
 
 def cpu_log(directory: Path) -> Path:
-    """Where the fakes installed in ``directory`` log their CPU time (s), one line a run."""
+    """Where the fakes installed in ``directory`` log their CPU time (s) and start (epoch s),
+    one line a run."""
     return directory / "agent-cpu.log"
 
 
-def agents_cpu(directory: Path) -> float:
-    """The CPU time (s) the fakes installed in ``directory`` logged since the last call."""
+def agent_runs(directory: Path) -> list[tuple[float, float]]:
+    """The CPU time and start time of each run the fakes installed in ``directory`` logged
+    since the last call, in order."""
     log = cpu_log(directory)
     try:
-        lines = log.read_text().split()
+        lines = log.read_text().splitlines()
     except FileNotFoundError:
-        return 0.0
+        return []
     log.unlink()
-    return sum(float(line) for line in lines)
+    runs = [line.split() for line in lines]
+    return [(float(cpu), float(started)) for cpu, started in runs]
 
 
 def bare_command(spec: AgentSpec, fake: Path, workdir: Path, prompt: Path) -> str:

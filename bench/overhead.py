@@ -18,6 +18,11 @@ the adapter builds (bench/agent_fakes.py):
   paired and interleaved (each runs both loops, short then long, and which loop goes first
   alternates from round to round), so load on the machine hits both loops alike; the figure
   is the median of the rounds' differences;
+- the same overhead by the agents' start times: in the long runs, the time from one agent's
+  start to the next, averaged over blocks of iterations as long as the checkpoint interval (so
+  each holds one checkpoint), the first block left out; the median block of ralphctl's runs
+  less the median block of the shell loop's, over every round. Medians of many blocks are not
+  moved by a burst of load on a shared machine, where a slope (a mean over whole runs) is;
 - ralphctl's own CPU per iteration: the same slope of ralphctl's CPU time less the CPU time
   its agents used (each fake logs its own, start-up included: bench/agent_fakes.py), so what
   is left is ralphctl's process and the git commands it ran, whatever the load;
@@ -56,10 +61,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agent_fakes import agents_cpu, bare_command, benchable, install_fake
+from agent_fakes import agent_runs, bare_command, benchable, install_fake
 from git_repos import IDENTITY, cached_repository, git_status, make_repository
 from ralphctl.agents.registry import spec_for
 from ralphctl.agents.spec import AgentSpec
+from ralphctl.domain.defaults import CHECKPOINT_INTERVAL
 from timing import Cost, median, timed
 
 BIN = Path(sys.executable).parent
@@ -83,13 +89,28 @@ class Agent:
 
 @dataclass(frozen=True)
 class Run:
-    """One loop's cost (s) and the CPU time (s) its agents logged."""
+    """One loop's cost (s), the CPU time (s) its agents logged and when each started (s)."""
 
     cost: Cost
     agents_cpu: float
+    starts: list[float]
 
     def own_cpu(self) -> float:
         return self.cost.cpu - self.agents_cpu
+
+    def blocks(self) -> list[float]:
+        """Iteration times (ms) from one agent's start to the next, averaged over blocks of
+        ``CHECKPOINT_INTERVAL`` iterations (each holds one checkpoint), the first left out."""
+        starts, size = self.starts, CHECKPOINT_INTERVAL
+        return [
+            (starts[i + size] - starts[i]) / size * 1000
+            for i in range(size, len(starts) - size, size)
+        ]
+
+
+def _run(cost: Cost, directory: Path) -> Run:
+    runs = agent_runs(directory)
+    return Run(cost, sum(cpu for cpu, _ in runs), [started for _, started in runs])
 
 
 @dataclass(frozen=True)
@@ -97,6 +118,7 @@ class Overhead:
     agent: Cost  # the shell loop's time per iteration (ms): the agent itself
     added: Cost  # what ralphctl adds per iteration (ms)
     own_cpu: float | None  # ralphctl's CPU per iteration (ms), its agents' left out
+    by_blocks: float | None  # the same from the agents' starts: median block difference (ms)
 
 
 class Bench:
@@ -129,6 +151,8 @@ class Bench:
         """Medians over ``rounds`` paired rounds of the agent's cost, ralphctl's overhead and
         ralphctl's own CPU, per iteration (slopes between ``short`` and ``long`` runs)."""
         agents, added, own = [], [], []
+        ours_blocks: list[float] = []
+        shell_blocks: list[float] = []
         for round_ in range(rounds):
             shell: dict[int, Run] = {}
             ours: dict[int, Run] = {}
@@ -144,8 +168,13 @@ class Bench:
             agents.append(shell_slope.ms())
             added.append(((ours[long].cost - ours[short].cost) / span - shell_slope).ms())
             own.append((ours[long].own_cpu() - ours[short].own_cpu()) / span * 1000)
+            ours_blocks += ours[long].blocks()
+            shell_blocks += shell[long].blocks()
         own_cpu = statistics.median(own) if agent.logs_cpu else None
-        return Overhead(median(agents), median(added), own_cpu)
+        by_blocks = None
+        if agent.logs_cpu and ours_blocks and shell_blocks:
+            by_blocks = statistics.median(ours_blocks) - statistics.median(shell_blocks)
+        return Overhead(median(agents), median(added), own_cpu, by_blocks)
 
     def shell_loop(self, workdir: Path, agent: Agent, iterations: int) -> Run:
         loop = (
@@ -154,7 +183,7 @@ class Bench:
             "done"
         )
         cost = timed(["sh", "-c", loop], workdir, self.env)[0]
-        return Run(cost, agents_cpu(self.root))
+        return _run(cost, self.root)
 
     def ralphctl(self, workdir: Path, agent: Agent, iterations: int) -> Run:
         """The cost of one ``ralphctl run`` that ends on its iteration budget."""
@@ -172,7 +201,7 @@ class Bench:
             str(workdir),
         ]
         cost, stderr = timed(command, workdir, self.env, expect=1)  # 1: a limit ended it
-        run = Run(cost, agents_cpu(self.root))
+        run = _run(cost, self.root)
         with sqlite3.connect(self.db) as conn:
             ran, reason = conn.execute(
                 "SELECT iteration, stop_reason FROM loops ORDER BY created_at DESC LIMIT 1"
@@ -220,6 +249,9 @@ def report_small(bench: Bench, rounds: int) -> None:
     _header()
     _row("agent run (shell loop), per iteration", per.agent)
     _row("ralphctl overhead, per iteration", per.added, _verdict(per.added.wall, 10), per.own_cpu)
+    if per.by_blocks is not None:
+        label = f"  same, by agent starts ({CHECKPOINT_INTERVAL}-iteration blocks)"
+        print(f"{label:<42} {per.by_blocks:9.1f} {'':>19}   {_verdict(per.by_blocks, 10)}")
     ratio = (per.agent.wall + per.added.wall) / per.agent.wall if per.agent.wall else 0.0
     print(f"  {'ralphctl / shell loop, per iteration':<40} {ratio:8.2f}x")
     print(f"  {'start-up to first spawn':<40} {startup:9.1f} {'':>19}   {_verdict(startup, 300)}")

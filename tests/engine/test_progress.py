@@ -131,7 +131,8 @@ def test_at_the_top_of_the_work_tree_git_add_gets_no_pathspec_to_match(
     tree(probe.before())
     (repo / "a.txt").write_text("changed\n")
     tree(probe.after())
-    assert [call for call in git_calls if call[0] == "add"] == [("add", "-A"), ("add", "-A", "-v")]
+    adds = [call for call in git_calls if call[0] == "add"]
+    assert adds == [("add", "-A"), ("add", "-A", "--dry-run")]
 
 
 def test_in_a_subdirectory_only_its_own_files_are_progress(repo: Path):
@@ -238,15 +239,31 @@ def test_the_agent_committing_its_work_is_still_progress(repo: Path, probe: Prog
     assert tree(probe.after()) != before
 
 
-def test_a_checkpoint_commit_between_iterations_is_not_progress(repo: Path, probe: ProgressProbe):
+def test_a_commit_of_staged_content_between_iterations_is_not_progress(
+    repo: Path, probe: ProgressProbe
+):
     tree(probe.before())
     (repo / "b.txt").write_text("b\n")
-    after = tree(probe.after())
+    after = tree(probe.after(stage=True))  # as before a checkpoint
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "[ralph] Checkpoint iteration 1")
     probe.forget()
     assert tree(probe.before()) == after
     assert tree(probe.after()) == after
+
+
+def test_a_commit_after_a_light_look_is_progress_once_as_its_content_was_never_staged(
+    repo: Path, probe: ProgressProbe
+):
+    tree(probe.before())
+    (repo / "b.txt").write_text("b\n")
+    after = tree(probe.after())  # named by ``git add --dry-run``: its tree was never written
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "the agent's commit")
+    probe.forget()
+    again = tree(probe.before())
+    assert again != after
+    assert tree(probe.after()) == again
 
 
 def test_a_file_the_user_tracks_although_it_is_ignored_counts_as_in_their_index(
@@ -386,7 +403,9 @@ def test_a_run_with_checkpoints_looks_once_per_iteration_and_writes_trees_for_th
     assert [it.files_changed for it in db.iterations(loop.id)] == [1, 0, 1]
     assert [c.iteration for c in db.checkpoints(loop.id)] == [2, 3]
     probe_calls = [call[0] for call in git_calls]
-    assert probe_calls.count("add") == 3 + 1  # one look per iteration, plus the first
+    # one look per iteration, plus the first; and the last checkpoint stages what the last
+    # look (a light one: iteration 3 is no multiple of 2) saw
+    assert probe_calls.count("add") == 3 + 1 + 1
     assert probe_calls.count("write-tree") == 1 + 2  # the first look's, and one per checkpoint
     assert git(repo, "status", "--porcelain") == ""
 
@@ -407,3 +426,110 @@ def test_a_runs_checkpoints_keep_what_the_user_staged_and_can_be_restored(db: St
 
     assert (repo / "work.txt").read_text() == "x\nx\n"
     assert (repo / "mine.txt").exists()
+
+
+# -- light looks: ``git add --dry-run`` names what changed, the index stays as staged ----------
+
+
+def test_a_light_look_that_finds_changes_leaves_the_private_index_unwritten(
+    repo: Path, probe: ProgressProbe
+):
+    before = tree(probe.before())
+    (index,) = repo.parent.glob("ralphctl-progress-*/index")
+    written = index.stat()
+    (repo / "a.txt").write_text("changed\n")
+    (repo / "new.txt").write_text("new\n")
+    assert tree(probe.after()) != before
+    now = index.stat()
+    assert (now.st_ino, now.st_mtime_ns) == (written.st_ino, written.st_mtime_ns)
+
+
+def test_light_looks_compare_content_not_stat_data(repo: Path, probe: ProgressProbe):
+    looks = [tree(probe.before())]
+    (repo / "a.txt").write_text("one\n")
+    looks.append(tree(probe.after()))
+    (repo / "a.txt").write_text("two\n")  # named both times, same size: the content tells
+    looks.append(tree(probe.after()))
+    assert len(set(looks)) == 3
+    (repo / "a.txt").write_text("two\n")  # written again, the same bytes
+    os.chmod(repo / "a.txt", 0o644)
+    assert tree(probe.after()) == looks[-1]
+    os.chmod(repo / "a.txt", 0o755)  # git stages the executable bit
+    assert tree(probe.after()) != looks[-1]
+
+
+def test_a_path_git_names_oddly_is_still_read(repo: Path, probe: ProgressProbe):
+    odd = repo / "n e'w ü.txt"
+    before = tree(probe.before())
+    odd.write_text("1\n")
+    first = tree(probe.after())
+    odd.write_text("2\n")
+    second = tree(probe.after())
+    assert len({before, first, second}) == 3
+    assert tree(probe.after()) == second
+
+
+def test_in_a_subdirectory_light_looks_read_paths_from_the_top_of_the_work_tree(repo: Path):
+    (repo / "sub").mkdir()
+    (repo / "sub" / "s.txt").write_text("s\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "sub")
+    probe = ProgressProbe(repo / "sub")
+    try:
+        looks = [tree(probe.before())]
+        for text in ("one\n", "two\n"):
+            (repo / "sub" / "s.txt").write_text(text)
+            looks.append(tree(probe.after()))
+        assert len(set(looks)) == 3
+        assert tree(probe.after()) == looks[-1]
+    finally:
+        probe.close()
+
+
+def test_a_light_look_naming_too_many_paths_stages_them(
+    repo: Path, probe: ProgressProbe, git_calls: list[tuple[str, ...]], monkeypatch
+):
+    monkeypatch.setattr(progress, "MAX_LISTED", 2)
+    before = tree(probe.before())
+    for n in range(3):
+        (repo / f"new{n}.txt").write_text(f"{n}\n")
+    changed = tree(probe.after())
+    assert changed != before
+    assert git_calls[-2:] == [("add", "-A", "--dry-run"), ("add", "-A", "-v")]
+    assert tree(probe.after()) == changed
+    assert git_calls[-1] == ("add", "-A", "--dry-run")
+
+
+def test_a_submodules_new_commit_is_progress_and_gets_staged(repo: Path, probe: ProgressProbe):
+    inner = repo / "inner"
+    inner.mkdir()
+    git(inner, "init", "-q")
+    git(inner, "commit", "-q", "--allow-empty", "-m", "one")
+    git(repo, "add", "inner")
+    git(repo, "commit", "-q", "-m", "with a submodule")
+    probe.forget()
+    before = tree(probe.before())
+    git(inner, "commit", "-q", "--allow-empty", "-m", "two")
+    moved = tree(probe.after())
+    assert moved != before
+    assert tree(probe.after()) == moved  # staged: named no more
+
+
+def test_a_checkpoint_after_a_light_look_commits_what_that_look_saw(
+    repo: Path, probe: ProgressProbe
+):
+    tree(probe.before())
+    (repo / "b.txt").write_text("b\n")
+    tree(probe.after())
+    staged = asyncio.run(probe.staged())
+    assert staged is not None
+    expected = git(repo, "add", "-A", "--dry-run")  # the user's index is still untouched
+    assert "b.txt" in expected
+    scratch = repo.parent / "expected-index"
+    env = {**os.environ, "GIT_INDEX_FILE": str(scratch)}
+    subprocess.run(["git", "read-tree", "HEAD"], cwd=repo, env=env, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
+    done = subprocess.run(
+        ["git", "write-tree"], cwd=repo, env=env, check=True, capture_output=True, text=True
+    )
+    assert staged.tree == done.stdout.strip()

@@ -431,6 +431,21 @@ def test_checkpoints_are_committed_every_n_iterations_and_at_the_end(db, workdir
     ]
     assert ".ralph" not in git(workdir, "ls-files")
     assert git(workdir, "status", "--porcelain") == ""
+    # git commits while the store records the iteration: the checkpoint is recorded after it
+    assert [c.snapshot["iteration"] for c in stored] == [2, 4, 5]
+    order = [
+        (event.event_type, event.data["iteration"])
+        for event in db.events_since(0, loop.id)
+        if event.event_type in ("iteration_completed", "checkpoint_created")
+    ]
+    assert order == [
+        *[("iteration_completed", n) for n in (1, 2)],
+        ("checkpoint_created", 2),
+        *[("iteration_completed", n) for n in (3, 4)],
+        ("checkpoint_created", 4),
+        ("iteration_completed", 5),
+        ("checkpoint_created", 5),
+    ]
 
 
 def test_outside_git_checkpoints_are_off_with_one_warning(db, workdir):

@@ -119,9 +119,9 @@ def test_the_writer_writes_in_a_worker_thread_and_the_newest_document_wins(tmp_p
     async def scenario() -> None:
         writer = StateWriter(tmp_path, problems.append)
         for n in range(1, 4):  # submitted while none is written yet: only the last one is
-            writer.submit(render_state(replace(LOOP, iteration=n), []))
+            writer.submit(replace(LOOP, iteration=n), [])
         await writer.flush()
-        writer.submit(render_state(replace(LOOP, iteration=4), []))
+        writer.submit(replace(LOOP, iteration=4), [])
         await writer.flush()
 
     asyncio.run(scenario())
@@ -136,7 +136,7 @@ def test_a_write_the_writer_cannot_do_is_reported_to_its_owner(tmp_path):
 
     async def scenario() -> None:
         writer = StateWriter(tmp_path, problems.append)
-        writer.submit(render_state(LOOP, []))
+        writer.submit(LOOP, [])
         await writer.flush()
 
     asyncio.run(scenario())
@@ -151,3 +151,27 @@ def test_the_state_file_lists_the_newest_iterations_and_counts_the_older_ones():
     listed = [entry["iteration"] for entry in document["history"]]
     assert listed == list(range(8, statefile.STATE_HISTORY + 8))
     assert render_state(LOOP, [ITERATION])["historyOmitted"] == 0
+
+
+def test_the_writer_renders_the_newest_iterations_off_the_event_loop(tmp_path, monkeypatch):
+    rendered: list[bool] = []
+    render = statefile.render_state
+
+    def recording(*args, **kwargs):
+        rendered.append(threading.current_thread() is threading.main_thread())
+        return render(*args, **kwargs)
+
+    monkeypatch.setattr(statefile, "render_state", recording)
+    iterations = [replace(ITERATION, n=n) for n in range(1, statefile.STATE_HISTORY + 8)]
+    problems: list[OSError] = []
+
+    async def scenario() -> None:
+        writer = StateWriter(tmp_path, problems.append)
+        writer.submit(replace(LOOP, iteration=len(iterations)), iterations)
+        await writer.flush()
+
+    asyncio.run(scenario())
+    assert (rendered, problems) == ([False], [])
+    written = json.loads(state_path(tmp_path).read_text())
+    assert written["historyOmitted"] == 7
+    assert written["history"][0]["iteration"] == 8

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import subprocess
 import sys
 import threading
 import time
@@ -49,6 +50,32 @@ def test_a_message_told_while_an_iteration_runs_reaches_the_next_prompt_exactly_
     assert (told["delivered"], told["iteration"]) == (True, 2)
     starts = [e for e in db.events_since(0, loop.id) if e.event_type == "iteration_started"]
     assert [e.data.get("messages") for e in starts] == [None, [told["seq"]], None]
+
+
+def test_a_message_told_during_the_cooldown_reaches_the_next_prompt(db: Store, workdir: Path):
+    """The next prompt's messages are read while git looks at the files (engine/runner); a
+    message told after that read, while the loop cools down, is not left for later."""
+    for args in (["init", "-q"], ["config", "user.name", "t"], ["config", "user.email", "t@x"]):
+        subprocess.run(["git", *args], cwd=workdir, check=True)
+    saved = workdir.parent / "prompts.txt"
+    loop, config = new_loop(db, workdir, [], cooldown=2)
+    database = str(workdir.parent / "ralphctl.db")
+    tell_cli = [sys.executable, "-m", "ralphctl", "tell", loop.id, "Use tabs.", "--db", database]
+    # in a session of its own (the agent's group is killed as it exits): lands after the exit
+    later = f"setsid {shlex.join(tell_cli)} > /dev/null 2>&1 &"
+    steps = saving(saved, {"text": "Working.", "bash": [later]}, {"text": DONE})
+    Path(str(config.script)).write_text(json.dumps({"steps": steps}))
+
+    final = run(db, loop, config)
+
+    assert final.status is LoopStatus.COMPLETED
+    first, second = prompts(saved)
+    assert "Use tabs." not in first
+    assert "- Use tabs." in second
+    events = db.events_since(0, loop.id)
+    [completed] = [e.seq for e in events if e.event_type == "iteration_completed"][:1]
+    [told] = [e.seq for e in events if e.event_type == "message"]
+    assert told > completed  # told after the first iteration was recorded
 
 
 def test_messages_told_to_a_paused_loop_open_its_next_prompt_after_resume(db: Store, workdir: Path):

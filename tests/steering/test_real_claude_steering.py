@@ -19,6 +19,7 @@ import pytest
 
 from ralphctl.domain.steering import HEADING
 from ralphctl.engine.steering import messages_json, tell
+from ralphctl.store.records import LoopRecord
 from ralphctl.store.repository import Store
 from tests.mockapi import Reply
 from tests.mockapi.recorded import RecordedRequest
@@ -57,11 +58,20 @@ def telling(real_claude: RealClaude, answer: Answer) -> Responder:
 
     def respond(_request: RecordedRequest) -> Answer:
         with Store.open(str(database(real_claude))) as store:
-            [loop] = store.list_loops()
-            tell(store, loop, MESSAGE, "test")
+            tell(store, the_loop(store), MESSAGE, "test")
         return answer
 
     return respond
+
+
+def the_loop(store: Store) -> LoopRecord:
+    """The only loop, once stored: a new loop is stored while its first agent starts, so under
+    load the agent's first request can come first."""
+    deadline = time.monotonic() + 30
+    while not (loops := store.list_loops()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    [loop] = loops
+    return loop
 
 
 def user_texts(real_claude: RealClaude) -> list[list[str]]:

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ralphctl.agents.base import AgentCommand, AgentUnavailable, ProcessOutcome, StreamParser
+from ralphctl.agents.childwatch import use_pidfd
 from ralphctl.agents.events import AgentEvent
 from ralphctl.agents.private_dirs import make_private_dirs
 from ralphctl.domain.model import IterationResult
@@ -294,6 +295,7 @@ async def _spawn(
 ) -> asyncio.SubprocessTransport:
     if not cwd.is_dir():
         raise NotADirectoryError(f"the agent's working directory does not exist: {cwd}")
+    use_pidfd()
     loop = asyncio.get_running_loop()
     try:
         transport, _ = await loop.subprocess_exec(

@@ -53,12 +53,12 @@ from ralphctl.domain.events import EventType
 from ralphctl.domain.markers import Detection, first_declaration
 from ralphctl.domain.model import IterationResult, TokenUsage
 from ralphctl.domain.states import LoopStatus, StopReason, transition
-from ralphctl.domain.steering import DELIVERED_KEY
+from ralphctl.domain.steering import DELIVERED_KEY, Message
 from ralphctl.domain.stoprules import Totals
 from ralphctl.domain.usage_limits import usage_warning
 from ralphctl.engine import storethread
 from ralphctl.engine.assess import Assessment, assess, completion_claim
-from ralphctl.engine.checkpoint import CheckpointMemory, create_checkpoint
+from ralphctl.engine.checkpoint import CheckpointMemory, CheckpointOutcome, create_checkpoint
 from ralphctl.engine.fresh_tracker import FreshTracker, TrackerUnreadable
 from ralphctl.engine.gates import GateResult, run_gates
 from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
@@ -77,7 +77,7 @@ from ralphctl.engine.record import (
 from ralphctl.engine.request import agent_request, ignored_settings, prompt_path
 from ralphctl.engine.sandboxing import bypass_warning, gate_confinement, loop_command
 from ralphctl.engine.sentinels import read_sentinel
-from ralphctl.engine.statefile import StateWriter, check_state_file, render_state
+from ralphctl.engine.statefile import StateWriter, check_state_file
 from ralphctl.engine.steering import Inbox
 from ralphctl.engine.transcript_writer import TranscriptRecorder, TranscriptSummary
 from ralphctl.engine.unrecorded import has_journal, keep, loop_state
@@ -195,6 +195,9 @@ class LoopRunner:
         self._tracker_problem: str | None = None
         self._budgets_warned: set[str] = set()  # budget_warning said (read back on resume)
         self._inbox = Inbox(loop.id)
+        self._unsettled: asyncio.Future[None] | None = None  # a deferred record (_record)
+        self._early_messages: asyncio.Future[list[Message]] | None = None
+        self._messages_slept = False  # the loop slept since the early read
 
     @property
     def stored(self) -> bool:
@@ -211,6 +214,8 @@ class LoopRunner:
         try:
             return await self._run()
         finally:
+            with contextlib.suppress(Exception):  # already kept; the run ends for another reason
+                await self._settle()
             await self._state.flush()  # .ralph/state.json shows the end once the run returns
             self._progress.close()
 
@@ -278,7 +283,8 @@ class LoopRunner:
             return until, f"circuit breaker open: {verdict.reason}", LoopStatus.RUNNING
         if self._parked_until is not None and self._parked_until > _now():
             return self._parked_until, self._parked_reason, LoopStatus.RATE_LIMITED
-        if not self.stored:
+        limits = self.config.max_calls_per_hour, self.config.max_calls_per_hour_global
+        if not self.stored or limits == (None, None):  # no need to count calls
             return None
         calls = await self._stored(
             calls_wait,
@@ -296,6 +302,7 @@ class LoopRunner:
 
     async def _wait(self, until: datetime, reason: str, status: LoopStatus) -> Decision | None:
         """Park until ``until`` (persisted, so a restart keeps waiting); None once it is over."""
+        await self._settle()
         self._progress.forget()  # the user may work meanwhile: that is not the agent's progress
         if status is not self.loop.status:
             transition(self.loop.status, status)
@@ -330,6 +337,7 @@ class LoopRunner:
         """``on_question = wait``: paused until the user tells the loop something (the answer
         goes into the next prompt) or ``question_timeout`` passes (the agent then chooses a
         safe default); None once it may go on, else why the loop ends instead."""
+        await self._settle()
         until = _now() + timedelta(seconds=self.config.question_timeout)
         transition(self.loop.status, LoopStatus.PAUSED)
         detail = f"waiting until {until:%Y-%m-%d %H:%M} UTC for an answer: {question}"
@@ -363,7 +371,7 @@ class LoopRunner:
 
     async def _iteration(self, n: int) -> tuple[IterationResult, Assessment]:
         self._make_tracker()
-        told = await self._stored(self._inbox.pending, self.store) if self.stored else []
+        told = await self._messages()
         prompt = self._prompt(n, [message.text for message in told])
         before = await self._progress.before() if self._git else None
         # The session id is recorded with the start: what the agent itself kept of a run whose
@@ -373,11 +381,15 @@ class LoopRunner:
         start = _Start(started, self.stored, messages=tuple(m.seq for m in told))
         transcript = TranscriptRecorder(self.loop.id, n, self._store)
         agent = asyncio.create_task(self._run_agent(n, prompt, session_id, start, transcript))
+        looking: asyncio.Future[str | None] | None = None
         try:
             if not self.stored:
                 await self._store_new_loop(start, agent)
                 transcript.attach(self.store)
             result = await agent
+            checkpoint = self._checkpoint_due(n, result)
+            if before is not None and not self.config.gates:  # gates may write: look after them
+                looking = self._look(checkpoint)  # while the transcript is closed
         except AgentUnavailable as exc:
             start.messages = ()  # no agent read them: still pending
             self._begin_iteration(start)
@@ -400,7 +412,7 @@ class LoopRunner:
             )
         changed = None
         if before is not None:
-            changed = await self._progress.after() != before
+            changed = await (looking or self._look(checkpoint)) != before
         assessment = assess(
             n,
             result,
@@ -414,10 +426,16 @@ class LoopRunner:
             usage_limit_wait=self.config.usage_limit_wait,
             now=time.time(),
         )
-        await self._record(start, result, assessment, recorded)
-        interval = self.config.checkpoint_interval
-        if self._checkpoints and n % interval == 0 and not result.interrupted:
-            await self._checkpoint(n)
+        if checkpoint:
+            # git commits while the store records the iteration; the checkpoint's record follows
+            recording = asyncio.ensure_future(self._record(start, result, assessment, recorded))
+            try:
+                outcome = await self._commit_checkpoint(n)
+            finally:
+                await recording
+            await self._store_checkpoint(n, outcome)
+        else:
+            await self._record(start, result, assessment, recorded, defer=True)
         return result, assessment
 
     def _spawned(self, start: _Start, pid: int, at: float) -> None:
@@ -492,6 +510,7 @@ class LoopRunner:
             env={**command.env, "RALPHCTL_ITERATION": str(n), "RALPHCTL_LOOP_ID": self.loop.id},
         )
         command = loop_command(command, self.config, self.workdir)
+        await self._settle()  # the last iteration's record, written while this one was prepared
         return await run_agent(
             command,
             self.adapter.new_parser(),
@@ -505,13 +524,18 @@ class LoopRunner:
         )
 
     async def _checkpoint(self, n: int) -> None:
-        outcome = await create_checkpoint(
+        await self._store_checkpoint(n, await self._commit_checkpoint(n))
+
+    async def _commit_checkpoint(self, n: int) -> CheckpointOutcome:
+        return await create_checkpoint(
             self.workdir,
             n,
             branch=self.config.checkpoint_branch,
             staged=self._progress.staged(),  # no hook runs: the files stay as they are
             memory=self._checkpoint_memory,
         )
+
+    async def _store_checkpoint(self, n: int, outcome: CheckpointOutcome) -> None:
         if outcome.sha:
             await self._stored(
                 self.store.add_checkpoint, self.loop.id, n, outcome.sha, self._summary()
@@ -530,7 +554,12 @@ class LoopRunner:
         result: IterationResult,
         assessment: Assessment | None,
         transcript: TranscriptSummary | None = None,
+        *,
+        defer: bool = False,
     ) -> None:
+        """Record the finished iteration. ``defer``: an iteration that went well is only queued
+        on the store's thread, written while the next one is prepared; whatever comes next
+        waits for it (``_settle``) before it starts an agent or writes to the store itself."""
         done = finished_iteration(start.record, result, assessment)
         was_open = self._breaker.status is BreakerStatus.OPEN
         if assessment is not None:
@@ -547,6 +576,17 @@ class LoopRunner:
         events += self._budget_events(done.n)
         events += output_events(done.n, result, transcript)
         begun = start.begun
+        if defer and done.status == "ok" and _succeeded(begun):
+            completing = storethread.submit_delivering(
+                self.store, self._deliver, self.store.complete_iteration, done, self.loop, events
+            )
+            state = loop_state(self.loop)
+            self._unsettled = asyncio.ensure_future(
+                self._kept_if_failed(completing, done, events, state)
+            )
+            self._history.append(done)
+            self._write_state()
+            return
         try:
             if begun is not None:
                 await begun
@@ -564,6 +604,25 @@ class LoopRunner:
             raise
         self._history.append(done)
         self._write_state()
+
+    async def _kept_if_failed(
+        self,
+        completing: asyncio.Future[list[EventRecord]],
+        done: IterationRecord,
+        events: list[tuple[str, dict[str, Any]]],
+        state: dict[str, Any],
+    ) -> None:
+        try:
+            await completing
+        except StoreError:  # as in _record: kept for the next runner
+            await asyncio.to_thread(keep, self.workdir, done, events, state)
+            raise
+
+    async def _settle(self) -> None:
+        """Wait for a deferred record (``_record``); StoreError, once kept, if it failed."""
+        unsettled, self._unsettled = self._unsettled, None
+        if unsettled is not None:
+            await unsettled
 
     def _guard_events(
         self,
@@ -688,6 +747,7 @@ class LoopRunner:
         return found[self.loop.id]
 
     async def _end(self, decision: Decision) -> LoopRecord:
+        await self._settle()
         if decision is INTERRUPTED:
             if self.control.outcome is Interruption.SUSPEND:
                 return await self._suspend()
@@ -752,6 +812,7 @@ class LoopRunner:
         """Sleep unless interrupted; True if interrupted."""
         if seconds <= 0:
             return self.control.interrupt.is_set()
+        self._messages_slept = True
         try:
             await asyncio.wait_for(self.control.interrupt.wait(), seconds)
         except TimeoutError:
@@ -759,6 +820,28 @@ class LoopRunner:
         return True
 
     # -- helpers -------------------------------------------------------------------------
+
+    def _checkpoint_due(self, n: int, result: IterationResult) -> bool:
+        interval = self.config.checkpoint_interval
+        return self._checkpoints and n % interval == 0 and not result.interrupted
+
+    def _look(self, checkpoint: bool) -> asyncio.Future[str | None]:
+        """Start the look at the files after an iteration (staged when a checkpoint follows),
+        and, on the store's thread meanwhile, the read of the next prompt's messages."""
+        if self.stored:
+            self._early_messages = storethread.submit(self.store, self._inbox.pending, self.store)
+            self._messages_slept = False
+        return asyncio.ensure_future(self._progress.after(stage=checkpoint))
+
+    async def _messages(self) -> list[Message]:
+        """The messages this iteration's prompt gives the agent: those read early, unless the
+        loop slept since (then read again: new ones may have come meanwhile)."""
+        early, self._early_messages = self._early_messages, None
+        if early is not None:
+            told = await early
+            if not self._messages_slept:
+                return told
+        return await self._stored(self._inbox.pending, self.store) if self.stored else []
 
     def _make_tracker(self) -> None:
         """Create the loop's tracker from its template if it has none yet (a resumed loop
@@ -867,7 +950,7 @@ class LoopRunner:
             self.observer.on_agent_event(n, event)
 
     def _write_state(self) -> None:
-        self._state.submit(render_state(self.loop, self._history))
+        self._state.submit(self.loop, self._history)
 
     def _state_failed(self, exc: OSError) -> None:
         """Called back by the state writer: the warning is queued, published once stored."""
@@ -896,6 +979,13 @@ _END_EVENT = {
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _succeeded(future: asyncio.Future[Any] | None) -> bool:
+    """Whether ``future`` is done and did not fail."""
+    return (
+        future is not None and future.done() and not future.cancelled() and not future.exception()
+    )
 
 
 def _started_event(n: int, messages: tuple[int, ...] = ()) -> tuple[str, dict[str, Any]]:

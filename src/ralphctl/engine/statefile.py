@@ -54,10 +54,12 @@ def check_state_file(workdir: Path) -> str | None:
     return None
 
 
-def render_state(loop: LoopRecord, iterations: Sequence[IterationRecord]) -> dict[str, Any]:
+def render_state(
+    loop: LoopRecord, iterations: Sequence[IterationRecord], *, older: int = 0
+) -> dict[str, Any]:
     """The seed's state document, built from the database records (the source of truth):
-    the loop, and its newest ``STATE_HISTORY`` iterations (``iterations`` is oldest first);
-    ``historyOmitted`` counts the older ones left out."""
+    the loop, and its newest ``STATE_HISTORY`` iterations (``iterations`` is oldest first, after
+    ``older`` ones not given); ``historyOmitted`` counts the older ones left out."""
     shown = iterations[-STATE_HISTORY:]
     return {
         "version": STATE_VERSION,
@@ -69,7 +71,7 @@ def render_state(loop: LoopRecord, iterations: Sequence[IterationRecord]) -> dic
         "status": str(loop.status),
         "stopReason": None if loop.stop_reason is None else str(loop.stop_reason),
         "costUsd": round(loop.cost_usd, 6),
-        "historyOmitted": len(iterations) - len(shown),
+        "historyOmitted": older + len(iterations) - len(shown),
         "history": [
             {
                 "iteration": it.n,
@@ -94,22 +96,24 @@ def write_state(workdir: Path, document: dict[str, Any]) -> None:
 
 
 class StateWriter:
-    """Writes one work dir's state file off the event loop, the newest document winning.
+    """Writes one work dir's state file off the event loop, the newest state winning.
 
-    Documents submitted while a write runs are coalesced: only the newest one is written
-    next. ``flush()`` returns once the last document submitted is written (or has failed,
-    which ``on_error`` is told, on the event loop).
+    The document is rendered where it is written, in a worker thread (its history takes a
+    moment to render). States submitted while a write runs are coalesced: only the newest one
+    is written next. ``flush()`` returns once the last state submitted is written (or has
+    failed, which ``on_error`` is told, on the event loop).
     """
 
     def __init__(self, workdir: Path, on_error: Callable[[OSError], None]) -> None:
         self.workdir = workdir
         self._on_error = on_error
-        self._pending: dict[str, Any] | None = None
+        self._pending: tuple[LoopRecord, tuple[IterationRecord, ...], int] | None = None
         self._writing: asyncio.Task[None] | None = None
 
-    def submit(self, document: dict[str, Any]) -> None:
-        """Write ``document`` soon (call it from the event loop)."""
-        self._pending = document
+    def submit(self, loop: LoopRecord, iterations: Sequence[IterationRecord]) -> None:
+        """Write the state of ``loop`` soon (``render_state``; call it from the event loop)."""
+        shown = tuple(iterations[-STATE_HISTORY:])
+        self._pending = loop, shown, len(iterations) - len(shown)
         if self._writing is None or self._writing.done():
             self._writing = asyncio.get_running_loop().create_task(self._drain())
 
@@ -119,11 +123,14 @@ class StateWriter:
 
     async def _drain(self) -> None:
         while self._pending is not None:
-            document, self._pending = self._pending, None
+            state, self._pending = self._pending, None
             try:
-                await asyncio.to_thread(write_state, self.workdir, document)
+                await asyncio.to_thread(self._write, *state)
             except OSError as exc:
                 self._on_error(exc)
+
+    def _write(self, loop: LoopRecord, shown: tuple[IterationRecord, ...], older: int) -> None:
+        write_state(self.workdir, render_state(loop, shown, older=older))
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -36,7 +36,7 @@ from ralphctl.engine.hookmode.attribution import settle
 from ralphctl.engine.hookmode.usage import Usage
 from ralphctl.engine.record import iteration_events, loop_totals, summary
 from ralphctl.engine.runner import LoopObserver
-from ralphctl.engine.statefile import StateWriter, render_state
+from ralphctl.engine.statefile import StateWriter
 from ralphctl.engine.steering import pending_messages
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 
@@ -332,7 +332,7 @@ class History:
                 self.observer.on_event(record)
 
     def write_state(self) -> None:
-        self._state.submit(render_state(self.loop, self._all))
+        self._state.submit(self.loop, self._all)
 
     async def flush(self) -> None:
         """Wait until ``.ralph/state.json`` shows the last state written, and the store every
