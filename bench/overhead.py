@@ -226,8 +226,15 @@ class Bench:
 
 
 def _clean_environment(root: Path, spec: AgentSpec, fake: Path) -> dict[str, str]:
-    """No user or project settings and no RALPHCTL_* overrides but the fake agent's path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RALPHCTL_")}
+    """No user or project settings and no RALPHCTL_* overrides but the fake agent's path.
+    Python caches bytecode, as an installed ralphctl has it: with PYTHONDONTWRITEBYTECODE set
+    (as on some CI hosts), every run would compile again each module edited since its cache
+    was written, 40 ms of start-up for a few large ones."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("RALPHCTL_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env.update(IDENTITY)
     env["XDG_CONFIG_HOME"] = str(root / "config")
     env["XDG_DATA_HOME"] = str(root / "data")

@@ -101,6 +101,21 @@ def test_a_journal_is_recorded_exactly_once_though_replayed_twice(db, workdir):
     assert not journal_path(workdir, loop.id).exists()
 
 
+def test_a_checkpoint_kept_with_its_iteration_is_recorded_once_with_it(db, workdir):
+    loop = running(db, workdir)
+    made = [("checkpoint_created", {"iteration": 2, "commit_sha": "c0ffee" * 6 + "beef"})]
+    keep(workdir, finished(loop, 2, 0.25), [("iteration_completed", {"iteration": 2}), *made])
+    saved = journal_path(workdir, loop.id).read_bytes()
+
+    replay_journal(db, loop)
+    journal_path(workdir, loop.id).write_bytes(saved)
+    replay_journal(db, loop)
+
+    assert [(c.iteration, c.commit_sha) for c in db.checkpoints(loop.id)] == [
+        (2, "c0ffee" * 6 + "beef")
+    ]
+
+
 def test_a_corrupt_journal_is_set_aside_with_a_clear_warning_and_nothing_is_counted(
     db, workdir, caplog
 ):

@@ -1,5 +1,5 @@
 """The store a worker runs a held loop with: every transaction fenced by the lease, and each
-checkpoint pushed to the loop branch before it is recorded."""
+checkpoint pushed to the loop branch in the transaction that records it."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from ralphctl.fleet.gitremote import checkout_loop, push_loop
+from ralphctl.fleet.gitremote import checkout_loop, push_loop, rewind_loop
 from ralphctl.fleet.heldstore import HeldCore, LeaseLost
 from ralphctl.fleet.leaserules import Lease
 from ralphctl.fleet.leases import acquire
+from ralphctl.store.errors import StoreError
 from ralphctl.store.repository import Store
 from tests.fleet.remotes import git
+from tests.store.factories import finished_iteration
 
 pytestmark = pytest.mark.postgres
 
@@ -97,3 +99,72 @@ def test_a_push_the_remote_refuses_drops_the_loop_unrecorded(
 
     assert git(remote, "rev-parse", f"ralph/{loop_id}") == theirs
     assert store.checkpoints(loop_id) == []
+
+
+def test_an_iteration_is_recorded_with_its_checkpoint_in_the_transaction_that_pushes_it(
+    postgres_url: str,
+    fleet_engine: Engine,
+    make_loop: Callable[[str], str],
+    remote: Path,
+    tmp_path: Path,
+) -> None:
+    loop_id = make_loop("loop-atomic")
+    checkout = checkout_loop(str(remote), tmp_path / "cache", loop_id, "main")
+    lease = hold(fleet_engine, loop_id, "build-01", LONG)
+    store = Store.over(HeldCore(fleet_engine, lease, checkout.workdir, None), postgres_url)
+    done = finished_iteration(loop_id, 1)
+    store.begin_iteration(done)
+
+    sha = commit(checkout.workdir, 1)
+    loop = replace(store.get_loop(loop_id), iteration=1, cost_usd=0.0125)
+    store.complete_iteration(done, loop, [], sha)
+
+    assert git(remote, "rev-parse", f"ralph/{loop_id}") == sha
+    (checkpoint,) = store.checkpoints(loop_id)
+    assert (checkpoint.iteration, checkpoint.commit_sha) == (1, sha)
+    assert checkpoint.snapshot["cost_usd"] == 0.0125
+    assert [it.status for it in store.iterations(loop_id)] == ["ok"]
+
+
+def test_a_push_whose_record_never_committed_is_rewound_by_the_next_holder(
+    postgres_url: str,
+    fleet_engine: Engine,
+    make_loop: Callable[[str], str],
+    remote: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    loop_id = make_loop("loop-rewound")
+    dead = checkout_loop(str(remote), tmp_path / "build-01", loop_id, "main")
+    store = Store.over(
+        HeldCore(fleet_engine, hold(fleet_engine, loop_id, "build-01", SHORT), dead.workdir, None),
+        postgres_url,
+    )
+    done = finished_iteration(loop_id, 1)
+    store.begin_iteration(done)
+    orphan = commit(dead.workdir, 1, "by a worker killed after its push")
+
+    def killed(*_args: object) -> None:
+        raise StoreError("killed before the commit")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("ralphctl.store.core._insert_events", killed)
+        with pytest.raises(StoreError):
+            store.complete_iteration(
+                done, replace(store.get_loop(loop_id), iteration=1), [], orphan
+            )
+    assert git(remote, "rev-parse", f"ralph/{loop_id}") == orphan
+    assert store.checkpoints(loop_id) == []
+
+    time.sleep(SHORT.total_seconds() + 0.2)
+    taken = checkout_loop(str(remote), tmp_path / "build-02", loop_id, "main")
+    assert taken.pushed == orphan
+    rewound = rewind_loop(taken, None, "main")
+    assert rewound.head == git(remote, "rev-parse", "main")
+    core = HeldCore(
+        fleet_engine, hold(fleet_engine, loop_id, "build-02", LONG), taken.workdir, taken.pushed
+    )
+    again = commit(taken.workdir, 1, "by the next holder")
+    Store.over(core, postgres_url).add_checkpoint(loop_id, 1, again, {})
+
+    assert git(remote, "rev-list", f"ralph/{loop_id}") == f"{again}\n{rewound.head}"

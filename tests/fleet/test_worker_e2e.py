@@ -187,6 +187,24 @@ def test_a_loop_whose_worker_is_killed_is_finished_by_another(fleet: Fleet) -> N
     assert Path(loop.workdir).is_relative_to(fleet.root / "build-02")
 
 
+def test_a_push_its_worker_died_before_recording_is_replaced_by_the_next_holder(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    loop_id = fleet.start_loop(STEP, DONE)
+    dead = tmp_path / "dead-worker-clone"
+    git(tmp_path, "clone", "-q", str(fleet.remote), str(dead))
+    (dead / "NOTES.md").write_text("pushed, then the worker died before the record committed\n")
+    git(dead, "add", "NOTES.md")
+    git(dead, "commit", "-qm", checkpoint_message(1))
+    git(dead, "push", "-q", "origin", f"HEAD:refs/heads/ralph/{loop_id}")
+
+    fleet.start_worker("build-01", concurrency=1)
+    wait_until(lambda: statuses(fleet.url, [loop_id])[loop_id] == "completed", fleet)
+
+    assert check_records_match_the_branch(fleet.url, fleet.remote, loop_id) == [1, 2]
+    assert "died before" not in git(fleet.remote, "show", f"ralph/{loop_id}:NOTES.md")
+
+
 def running_iteration(url: str, loop_id: str) -> int | None:
     with Store.open(url) as store:
         running = store.running_iterations(loop_id)

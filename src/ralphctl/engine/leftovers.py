@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ralphctl.domain.events import EventType
 from ralphctl.domain.money import format_usd
 from ralphctl.engine.unrecorded import JournalUnreadable, forget, read_journal, set_aside
 from ralphctl.store.errors import StoreError
@@ -150,8 +151,9 @@ class Replay:
 
 
 def replay_journal(store: Store, loop: LoopRecord) -> Replay:
-    """Record what the loop's journal keeps (each iteration once), then remove it. An
-    unreadable journal is set aside unreplayed, so that nothing is counted twice."""
+    """Record what the loop's journal keeps (each iteration once, with the checkpoint made
+    after it), then remove it. An unreadable journal is set aside unreplayed, so that nothing
+    is counted twice."""
     workdir = Path(loop.workdir)
     try:
         kept = read_journal(workdir, loop.id)
@@ -163,7 +165,10 @@ def replay_journal(store: Store, loop: LoopRecord) -> Replay:
     recorded = [
         entry
         for entry in kept
-        if store.record_unrecorded(entry.record, entry.events, entry.loop_state) is not None
+        if store.record_unrecorded(
+            entry.record, entry.events, entry.loop_state, _checkpoint_of(entry.events)
+        )
+        is not None
     ]
     if kept:
         forget(workdir, loop.id)
@@ -172,6 +177,14 @@ def replay_journal(store: Store, loop: LoopRecord) -> Replay:
     if newest is not None and newest.finished and newest.record.n > loop.iteration:
         state = newest.loop_state
     return Replay([entry.record for entry in recorded], state)
+
+
+def _checkpoint_of(events: Sequence[tuple[str, dict[str, Any]]]) -> str | None:
+    """The sha of the checkpoint an iteration's kept events say was made after it."""
+    for kind, data in events:
+        if kind == EventType.CHECKPOINT_CREATED and isinstance(data.get("commit_sha"), str):
+            return str(data["commit_sha"])
+    return None
 
 
 def _recover(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -82,7 +83,7 @@ from ralphctl.engine.steering import Inbox
 from ralphctl.engine.transcript_writer import TranscriptRecorder, TranscriptSummary
 from ralphctl.engine.unrecorded import has_journal, keep, loop_state
 from ralphctl.store.errors import StoreError
-from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
+from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord, loop_summary
 
 if TYPE_CHECKING:
     from ralphctl.store.repository import Store
@@ -426,16 +427,10 @@ class LoopRunner:
             usage_limit_wait=self.config.usage_limit_wait,
             now=time.time(),
         )
-        if checkpoint:
-            # git commits while the store records the iteration; the checkpoint's record follows
-            recording = asyncio.ensure_future(self._record(start, result, assessment, recorded))
-            try:
-                outcome = await self._commit_checkpoint(n)
-            finally:
-                await recording
-            await self._store_checkpoint(n, outcome)
-        else:
-            await self._record(start, result, assessment, recorded, defer=True)
+        outcome = await self._commit_checkpoint(n) if checkpoint else CheckpointOutcome()
+        await self._record(start, result, assessment, recorded, outcome.sha, defer=True)
+        if outcome.error:
+            await self._checkpoint_failed(n, outcome.error)
         return result, assessment
 
     def _spawned(self, start: _Start, pid: int, at: float) -> None:
@@ -524,7 +519,15 @@ class LoopRunner:
         )
 
     async def _checkpoint(self, n: int) -> None:
-        await self._store_checkpoint(n, await self._commit_checkpoint(n))
+        """The checkpoint at the end of a run, after its last iteration's record."""
+        outcome = await self._commit_checkpoint(n)
+        if outcome.sha:
+            await self._stored(
+                self.store.add_checkpoint, self.loop.id, n, outcome.sha, self._summary()
+            )
+            await self._publish(EventType.CHECKPOINT_CREATED, _checkpointed(n, outcome.sha))
+        elif outcome.error:
+            await self._checkpoint_failed(n, outcome.error)
 
     async def _commit_checkpoint(self, n: int) -> CheckpointOutcome:
         return await create_checkpoint(
@@ -535,18 +538,10 @@ class LoopRunner:
             memory=self._checkpoint_memory,
         )
 
-    async def _store_checkpoint(self, n: int, outcome: CheckpointOutcome) -> None:
-        if outcome.sha:
-            await self._stored(
-                self.store.add_checkpoint, self.loop.id, n, outcome.sha, self._summary()
-            )
-            data = {"iteration": n, "commit_sha": outcome.sha}
-            await self._publish(EventType.CHECKPOINT_CREATED, data)
-        elif outcome.error:
-            await self._stored(
-                self.store.add_error, self.loop.id, n, "checkpoint", outcome.error, {}
-            )
-            await self._publish(EventType.ERROR, {"iteration": n, "message": outcome.error})
+    async def _checkpoint_failed(self, n: int, error: str) -> None:
+        await self._settle()
+        await self._stored(self.store.add_error, self.loop.id, n, "checkpoint", error, {})
+        await self._publish(EventType.ERROR, {"iteration": n, "message": error})
 
     async def _record(
         self,
@@ -554,12 +549,15 @@ class LoopRunner:
         result: IterationResult,
         assessment: Assessment | None,
         transcript: TranscriptSummary | None = None,
+        checkpoint: str | None = None,
         *,
         defer: bool = False,
     ) -> None:
-        """Record the finished iteration. ``defer``: an iteration that went well is only queued
-        on the store's thread, written while the next one is prepared; whatever comes next
-        waits for it (``_settle``) before it starts an agent or writes to the store itself."""
+        """Record the finished iteration, with the sha of its ``checkpoint`` if one was made
+        (in one transaction: on a fleet worker, the one that pushes it). ``defer``: an
+        iteration that went well is only queued on the store's thread, written while the next
+        one is prepared; whatever comes next waits for it (``_settle``) before it starts an
+        agent or writes to the store itself."""
         done = finished_iteration(start.record, result, assessment)
         was_open = self._breaker.status is BreakerStatus.OPEN
         if assessment is not None:
@@ -575,11 +573,14 @@ class LoopRunner:
         events += self._guard_events(done, result, assessment, was_open)
         events += self._budget_events(done.n)
         events += output_events(done.n, result, transcript)
+        if checkpoint is not None:
+            events.append((EventType.CHECKPOINT_CREATED, _checkpointed(done.n, checkpoint)))
+        complete = functools.partial(
+            self.store.complete_iteration, done, self.loop, events, checkpoint
+        )
         begun = start.begun
         if defer and done.status == "ok" and _succeeded(begun):
-            completing = storethread.submit_delivering(
-                self.store, self._deliver, self.store.complete_iteration, done, self.loop, events
-            )
+            completing = storethread.submit_delivering(self.store, self._deliver, complete)
             state = loop_state(self.loop)
             self._unsettled = asyncio.ensure_future(
                 self._kept_if_failed(completing, done, events, state)
@@ -594,9 +595,7 @@ class LoopRunner:
                 context = error_context(result, retry=self.loop.consecutive_errors)
                 kind, text = error_type(result), error_text(done)
                 await self._stored(self.store.add_error, self.loop.id, done.n, kind, text, context)
-            await storethread.submit_delivering(
-                self.store, self._deliver, self.store.complete_iteration, done, self.loop, events
-            )
+            await storethread.submit_delivering(self.store, self._deliver, complete)
         except StoreError:  # the run ends here; what the agent spent is kept for the next one
             if begun is None or begun.exception() is not None:
                 events = [_started_event(done.n, start.messages), *events]
@@ -916,12 +915,7 @@ class LoopRunner:
         return max(MIN_ITERATION_TIMEOUT_S, timeout if left is None else min(timeout, left))
 
     def _summary(self) -> dict[str, Any]:
-        return {
-            "iteration": self.loop.iteration,
-            "cost_usd": self.loop.cost_usd,
-            "tokens": self.loop.tokens_input + self.loop.tokens_output,
-            "runtime_s": round(self.loop.runtime_s, 3),
-        }
+        return loop_summary(self.loop)
 
     async def _stored(self, call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``call`` (a store call) run on the store's thread: the event loop never waits on
@@ -986,6 +980,10 @@ def _succeeded(future: asyncio.Future[Any] | None) -> bool:
     return (
         future is not None and future.done() and not future.cancelled() and not future.exception()
     )
+
+
+def _checkpointed(n: int, sha: str) -> dict[str, Any]:
+    return {"iteration": n, "commit_sha": sha}
 
 
 def _started_event(n: int, messages: tuple[int, ...] = ()) -> tuple[str, dict[str, Any]]:

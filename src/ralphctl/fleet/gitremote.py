@@ -2,7 +2,8 @@
 
 A worker clones the repository into its cache (one clone per loop, kept between runs and
 fetched again), and checks the loop branch out: from the remote loop branch when one was
-pushed (the loop resumes where any machine left it), else from the base branch. Whatever
+pushed (the loop resumes where any machine left it), else from the base branch; a push whose
+record never committed is rewound (``rewind_loop``: the records say where a loop is). Whatever
 that clone held beyond the remote's state (commits never pushed, edits, untracked and
 ignored files) is discarded: it is work since the last push, lost with the machine by
 design.
@@ -20,7 +21,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ralphctl.fleet.errors import GitRemoteError
@@ -94,6 +95,18 @@ def push_loop(workdir: Path, loop_id: str, expected: str | None) -> PushOutcome:
     if found != expected:
         return PushOutcome(None, found)
     raise GitRemoteError(f"cannot push {ref}: {_reason(result)}")
+
+
+def rewind_loop(checkout: LoopCheckout, to: str | None, base_branch: str) -> LoopCheckout:
+    """Put the clone's loop branch back at ``to`` (None: the base branch), behind the remote
+    loop branch: a commit pushed in a transaction that never committed is not the loop's. The
+    next push replaces it (``pushed``, its expectation, stays the remote's sha)."""
+    workdir, branch = checkout.workdir, loop_branch(checkout.loop_id)
+    start = to or _ref(workdir, f"refs/remotes/origin/{base_branch}")
+    if start is None:
+        raise GitRemoteError(f"the remote has no base branch {base_branch!r}")
+    _git(workdir, "checkout", "--force", "--no-track", "-B", branch, start)
+    return replace(checkout, head=start)
 
 
 def _clone(repo_url: str, workdir: Path) -> None:

@@ -3,12 +3,13 @@
 1. Acquire the loop's lease. Held by another worker (unexpired): ``LeaseBusy``, and the job
    runs again when that lease expires (``queue.FleetRetry``).
 2. Check the loop branch out into the worker's cache (``gitremote.checkout_loop``): from the
-   last push, wherever it was made.
+   last push, wherever it was made, or from the last recorded checkpoint when that push was
+   never recorded (its worker died between the two: ``gitremote.rewind_loop``).
 3. Run the loop with the engine's own runner, on a store fenced by the lease whose every
-   checkpoint (one per iteration) is pushed before it is recorded (``heldstore``). Budgets,
-   iteration count, cost, tokens, runtime and breaker come from the records, so a loop taken
-   over goes on with them; the iteration its dead holder left running is marked interrupted
-   by the runner's start, as on one machine.
+   checkpoint (one per iteration) is pushed in the transaction that records it with its
+   iteration (``heldstore``). Budgets, iteration count, cost, tokens, runtime and breaker
+   come from the records, so a loop taken over goes on with them; the iteration its dead
+   holder left running is marked interrupted by the runner's start, as on one machine.
 4. A control request (``controlchannel``: heard from before the lease is held, and read back
    from the lease row on acquiring it and at every renewal) pauses or stops the loop as the
    engine's pause and stop do; the runner records it and the lease is released. The lease
@@ -41,7 +42,7 @@ from ralphctl.engine.starting import (
 )
 from ralphctl.fleet.controlchannel import ControlListener, FleetRequest, Inbox, pending
 from ralphctl.fleet.fleetloops import FleetLoop, fleet_loop
-from ralphctl.fleet.gitremote import checkout_loop
+from ralphctl.fleet.gitremote import checkout_loop, rewind_loop
 from ralphctl.fleet.heldstore import HeldCore, LeaseLost
 from ralphctl.fleet.keeper import LeaseKeeper
 from ralphctl.fleet.leaserules import Lease
@@ -110,6 +111,11 @@ async def _run_held(
         checkout_loop, origin.repo_url, setup.cache, loop_id, origin.base_branch
     )
     core = HeldCore(setup.engine, keeper.lease, checkout.workdir, checkout.pushed)
+    recorded = await asyncio.to_thread(core.checkpoints, loop_id)
+    last = recorded[-1].commit_sha if recorded else None
+    if checkout.pushed != last:  # its holder died between the push and the record
+        log.warning("loop %s: its branch is ahead of its records; back to %s", loop_id, last)
+        await asyncio.to_thread(rewind_loop, checkout, last, origin.base_branch)
     store = Store.over(core, setup.url)
     loop = await asyncio.to_thread(store.get_loop, loop_id)
     if loop.status not in RUNNABLE:

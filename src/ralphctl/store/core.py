@@ -42,6 +42,7 @@ from ralphctl.store.records import (
     LoopRecord,
     RecoveredUsage,
     loop_from_row,
+    loop_summary,
     loop_values,
     record_values,
 )
@@ -212,8 +213,10 @@ class CoreStore:
         iteration: IterationRecord,
         loop: LoopRecord,
         events: Sequence[tuple[str, dict[str, Any]]] = (),
+        checkpoint: str | None = None,
     ) -> list[EventRecord]:
-        """Write the finished iteration, the loop's new totals and its events in one transaction.
+        """Write the finished iteration, the loop's new totals, its events and the commit sha of
+        its ``checkpoint`` (if one was made) in one transaction.
 
         Returns the stored events (with their seqs), for publishing.
         """
@@ -226,6 +229,8 @@ class CoreStore:
             if result.rowcount == 0:
                 raise StoreError(f"iteration {iteration.n} of loop {loop.id!r} was never begun")
             _update_loop(conn, loop)
+            if checkpoint is not None:
+                self.checkpoint_in(conn, loop.id, iteration.n, checkpoint, loop_summary(loop))
             return _insert_events(conn, loop.id, events)
 
     def set_iteration_agent(self, loop_id: str, n: int, pid: int, started_at: datetime) -> None:
@@ -276,13 +281,15 @@ class CoreStore:
         iteration: IterationRecord,
         events: Sequence[tuple[str, dict[str, Any]]] = (),
         loop_state: Mapping[str, Any] | None = None,
+        checkpoint: str | None = None,
     ) -> list[EventRecord] | None:
         """Record an iteration the store refused before (kept in ``engine/unrecorded``'s
         journal), exactly once, in one transaction: a finished one replaces its ``running``
-        row (or is added) with its events, and grows its loop's totals by what it spent, and
-        when it is the loop's newest its ``loop_state`` (streaks, breaker, runtime) becomes the
-        loop's; one only begun is added as ``running``. Returns the stored events, or None
-        (nothing written) when the iteration is recorded already."""
+        row (or is added) with its events and the sha of its ``checkpoint`` (if one was made),
+        and grows its loop's totals by what it spent, and when it is the loop's newest its
+        ``loop_state`` (streaks, breaker, runtime) becomes the loop's; one only begun is added
+        as ``running``. Returns the stored events, or None (nothing written) when the
+        iteration is recorded already."""
         n = iteration.n
         key = (iterations.c.loop_id == iteration.loop_id) & (iterations.c.n == n)
         finished = iteration.status != "running"
@@ -303,6 +310,9 @@ class CoreStore:
                 _grow_loop(conn, iteration)
                 if newest and loop_state:
                     conn.execute(update(loops).where(loop).values(dict(loop_state)))
+                if checkpoint is not None:
+                    snapshot = {"iteration": n}
+                    self.checkpoint_in(conn, iteration.loop_id, n, checkpoint, snapshot)
             return _insert_events(conn, iteration.loop_id, events)
 
     def iterations(self, loop_id: str) -> list[IterationRecord]:
@@ -390,6 +400,18 @@ class CoreStore:
     def add_checkpoint(
         self, loop_id: str, iteration: int, commit_sha: str, snapshot: dict[str, Any]
     ) -> CheckpointRecord:
+        with self.transaction("record the checkpoint") as conn:
+            return self.checkpoint_in(conn, loop_id, iteration, commit_sha, snapshot)
+
+    def checkpoint_in(
+        self,
+        conn: Connection,
+        loop_id: str,
+        iteration: int,
+        commit_sha: str,
+        snapshot: dict[str, Any],
+    ) -> CheckpointRecord:
+        """A checkpoint's row, in the caller's transaction."""
         created_at = _now()
         values = {
             "loop_id": loop_id,
@@ -398,10 +420,9 @@ class CoreStore:
             "snapshot": snapshot,
             "created_at": created_at,
         }
-        with self.transaction("record the checkpoint") as conn:
-            checkpoint_id = conn.execute(
-                insert(checkpoints).values(values).returning(checkpoints.c.id)
-            ).scalar_one()
+        checkpoint_id = conn.execute(
+            insert(checkpoints).values(values).returning(checkpoints.c.id)
+        ).scalar_one()
         return CheckpointRecord(checkpoint_id, loop_id, iteration, commit_sha, snapshot, created_at)
 
     def checkpoints(self, loop_id: str) -> list[CheckpointRecord]:

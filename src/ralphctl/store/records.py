@@ -126,6 +126,16 @@ class CheckpointRecord:
     created_at: datetime
 
 
+def loop_summary(loop: LoopRecord) -> dict[str, Any]:
+    """The loop's totals, as a checkpoint's snapshot and the end events hold them."""
+    return {
+        "iteration": loop.iteration,
+        "cost_usd": loop.cost_usd,
+        "tokens": loop.tokens_input + loop.tokens_output,
+        "runtime_s": round(loop.runtime_s, 3),
+    }
+
+
 def record_values(record: Any) -> dict[str, Any]:
     """A record's fields as a row's column values (column names are field names)."""
     return {f.name: getattr(record, f.name) for f in fields(record)}

@@ -32,6 +32,7 @@ from ralphctl.store.records import (
     IterationRecord,
     LoopRecord,
     RecoveredUsage,
+    loop_summary,
     loop_values,
     record_values,
 )
@@ -203,14 +204,19 @@ class Store:
             return _insert_events(conn, iteration.loop_id, events)
 
     def complete_iteration(
-        self, iteration: IterationRecord, loop: LoopRecord, events: Events = ()
+        self,
+        iteration: IterationRecord,
+        loop: LoopRecord,
+        events: Events = (),
+        checkpoint: str | None = None,
     ) -> list[EventRecord]:
-        """Write the finished iteration, the loop's new totals and its events in one transaction.
+        """Write the finished iteration, the loop's new totals, its events and the commit sha of
+        its ``checkpoint`` (if one was made) in one transaction.
 
         Returns the stored events (with their seqs), for publishing.
         """
         if self._fast is None:
-            return self._core.complete_iteration(iteration, loop, events)
+            return self._core.complete_iteration(iteration, loop, events, checkpoint)
         if iteration.loop_id != loop.id:
             raise ValueError(f"iteration of loop {iteration.loop_id!r} given with loop {loop.id!r}")
         values = {k: v for k, v in record_values(iteration).items() if k not in _ITERATION_KEYS}
@@ -219,6 +225,8 @@ class Store:
             if not direct.update(conn, "iterations", values, key):
                 raise StoreError(f"iteration {iteration.n} of loop {loop.id!r} was never begun")
             _update_loop(conn, loop)
+            if checkpoint is not None:
+                _insert_checkpoint(conn, loop.id, iteration.n, checkpoint, loop_summary(loop))
             return _insert_events(conn, loop.id, events)
 
     def set_iteration_agent(self, loop_id: str, n: int, pid: int, started_at: datetime) -> None:
@@ -255,14 +263,16 @@ class Store:
         iteration: IterationRecord,
         events: Events = (),
         loop_state: Mapping[str, Any] | None = None,
+        checkpoint: str | None = None,
     ) -> list[EventRecord] | None:
         """Record an iteration the store refused before (kept in ``engine/unrecorded``'s
         journal), exactly once, in one transaction: a finished one replaces its ``running``
-        row (or is added) with its events, and grows its loop's totals by what it spent, and
-        when it is the loop's newest its ``loop_state`` (streaks, breaker, runtime) becomes the
-        loop's; one only begun is added as ``running``. Returns the stored events, or None
-        (nothing written) when the iteration is recorded already."""
-        return self._core.record_unrecorded(iteration, events, loop_state)
+        row (or is added) with its events and the sha of its ``checkpoint`` (if one was made),
+        and grows its loop's totals by what it spent, and when it is the loop's newest its
+        ``loop_state`` (streaks, breaker, runtime) becomes the loop's; one only begun is added
+        as ``running``. Returns the stored events, or None (nothing written) when the
+        iteration is recorded already."""
+        return self._core.record_unrecorded(iteration, events, loop_state, checkpoint)
 
     def iterations(self, loop_id: str) -> list[IterationRecord]:
         if self._fast is None:
@@ -335,11 +345,8 @@ class Store:
     ) -> CheckpointRecord:
         if self._fast is None:
             return self._core.add_checkpoint(loop_id, iteration, commit_sha, snapshot)
-        record = CheckpointRecord(0, loop_id, iteration, commit_sha, snapshot, _now())
-        values = record_values(record)
-        del values["id"]
         with self._writing("record the checkpoint") as conn:
-            return replace(record, id=direct.insert(conn, "checkpoints", values))
+            return _insert_checkpoint(conn, loop_id, iteration, commit_sha, snapshot)
 
     def checkpoints(self, loop_id: str) -> list[CheckpointRecord]:
         return self._core.checkpoints(loop_id)
@@ -420,6 +427,19 @@ def _insert_events(conn: sqlite3.Connection, loop_id: str, batch: Events) -> lis
         seq = direct.insert(conn, "events", values | {"timestamp": timestamp})
         stored.append(EventRecord(seq, loop_id, event_type, data, timestamp))
     return stored
+
+
+def _insert_checkpoint(
+    conn: sqlite3.Connection,
+    loop_id: str,
+    iteration: int,
+    commit_sha: str,
+    snapshot: dict[str, Any],
+) -> CheckpointRecord:
+    record = CheckpointRecord(0, loop_id, iteration, commit_sha, snapshot, _now())
+    values = record_values(record)
+    del values["id"]
+    return replace(record, id=direct.insert(conn, "checkpoints", values))
 
 
 def _now() -> datetime:
