@@ -119,6 +119,7 @@ class Overhead:
     added: Cost  # what ralphctl adds per iteration (ms)
     own_cpu: float | None  # ralphctl's CPU per iteration (ms), its agents' left out
     by_blocks: float | None  # the same from the agents' starts: median block difference (ms)
+    rounds: tuple[float, float]  # the lowest and highest round's ``added`` (wall, ms)
 
 
 class Bench:
@@ -174,7 +175,8 @@ class Bench:
         by_blocks = None
         if agent.logs_cpu and ours_blocks and shell_blocks:
             by_blocks = statistics.median(ours_blocks) - statistics.median(shell_blocks)
-        return Overhead(median(agents), median(added), own_cpu, by_blocks)
+        walls = [cost.wall for cost in added]
+        return Overhead(median(agents), median(added), own_cpu, by_blocks, (min(walls), max(walls)))
 
     def shell_loop(self, workdir: Path, agent: Agent, iterations: int) -> Run:
         loop = (
@@ -256,6 +258,8 @@ def report_small(bench: Bench, rounds: int) -> None:
     _header()
     _row("agent run (shell loop), per iteration", per.agent)
     _row("ralphctl overhead, per iteration", per.added, _verdict(per.added.wall, 10), per.own_cpu)
+    low, high = per.rounds  # near its budget, a figure can land on either side from run to run
+    print(f"  {'  rounds, lowest and highest':<40} {low:9.1f} {high:9.1f}")
     if per.by_blocks is not None:
         label = f"  same, by agent starts ({CHECKPOINT_INTERVAL}-iteration blocks)"
         print(f"{label:<42} {per.by_blocks:9.1f} {'':>19}   {_verdict(per.by_blocks, 10)}")
@@ -298,7 +302,10 @@ def report_sizes(bench: Bench, sizes: list[int], rounds: int) -> None:
         per = bench.overhead(workdir, agent, short=5, long=long, rounds=rounds)
         status = median([status_before, git_status(workdir)])
         over = per.added.wall - status.wall
-        budget = _verdict(over, 10, "git status + ") if files == BIG else ""
+        budget = ""
+        if files == BIG:
+            low, high = (wall - status.wall for wall in per.rounds)
+            budget = f"{_verdict(over, 10, 'git status + ')} (rounds {low:.1f} to {high:.1f})"
         line = f"{_pair(status)} {_pair(per.added)} {_own(per.own_cpu)} {over:15.1f} ms"
         print(f"  {files:>8} {line}   {budget}")
         if files == BIG:  # what the checkpoint commits (every 5 iterations) add to it

@@ -8,7 +8,6 @@ from hypothesis import strategies as st
 
 from ralphctl.agents.claude import EDIT_TOOLS
 from ralphctl.domain.analyzer import (
-    NO_HUMAN_NOTE,
     AnalyzerConfig,
     ErrorClass,
     Signals,
@@ -22,6 +21,7 @@ from ralphctl.domain.breaker import IterationOutcome
 from ralphctl.domain.model import IterationResult, PermissionDenial, RateLimitInfo, ToolUse
 from ralphctl.domain.questions import find_question
 from ralphctl.domain.status_block import AgentStatus, StatusBlock, parse_status_block
+from ralphctl.domain.steering import NO_HUMAN_NOTE
 from tests.agents.streams import REAL_CLI_CASSETTES, exited, replay_lines
 
 # --- the agent asked the user -------------------------------------------------------------

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from ralphctl.agents.registry import adapter_for
-from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.states import LoopStatus, StopReason
+from ralphctl.domain.steering import NO_HUMAN_NOTE
 from ralphctl.engine.runner import LoopRunner
 from ralphctl.store.records import LoopRecord
 from ralphctl.store.repository import Store

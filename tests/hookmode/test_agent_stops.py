@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from ralphctl.agents.claude import ClaudeAdapter
-from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.conditions import ExternalSignal
 from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.steering import NO_HUMAN_NOTE
 from ralphctl.engine.hookmode.runner import HookLoopRunner
 from ralphctl.engine.hookmode.server import Reply, StopRequest
 from ralphctl.engine.hookmode.setup import prepare

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from ralphctl.agents.events import PermissionDenied, ToolCall
-from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.model import PermissionDenial
+from ralphctl.domain.steering import NO_HUMAN_NOTE
 from ralphctl.engine.hookmode.activity import Activity, ActivityLog
 from ralphctl.engine.hookmode.notes import iteration_notes, with_notes
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ralphctl import __version__
-from ralphctl.domain.analyzer import NO_HUMAN_NOTE
+from ralphctl.domain.steering import NO_HUMAN_NOTE
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.paths import tracker_path
 from ralphctl.hook.tracker import load

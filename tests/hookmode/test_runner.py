@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from ralphctl.agents.claude import ClaudeAdapter
-from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.steering import NO_HUMAN_NOTE
 from ralphctl.engine.hookmode.answers import TIMED_OUT
 from ralphctl.engine.hookmode.managed import session_of
 from ralphctl.engine.hookmode.runner import HookLoopRunner

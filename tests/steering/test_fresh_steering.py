@@ -12,9 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.states import LoopStatus
-from ralphctl.domain.steering import HEADING
+from ralphctl.domain.steering import HEADING, NO_HUMAN_NOTE
 from ralphctl.engine.steering import messages_json, pending_messages, tell
 from ralphctl.store.repository import Store
 from tests.engine.test_guards import prompts

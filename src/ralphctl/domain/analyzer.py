@@ -16,8 +16,7 @@ from ralphctl.domain.breaker import IterationOutcome, error_signature
 from ralphctl.domain.model import IterationResult, ToolUse
 from ralphctl.domain.questions import find_question
 from ralphctl.domain.status_block import StatusBlock, StatusBlockError, parse_status_block
-
-NO_HUMAN_NOTE = "No human is available: choose a safe default and continue."
+from ralphctl.domain.steering import NO_HUMAN_NOTE
 
 
 class ErrorClass(StrEnum):

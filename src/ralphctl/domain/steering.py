@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+#: The note an agent gets when it asked a question that no message answers.
+NO_HUMAN_NOTE = "No human is available: choose a safe default and continue."
+
 #: A message longer than this is refused: it is steering, not a new task.
 MAX_MESSAGE_CHARS = 8000
 #: The event data key that lists the seqs of the messages an iteration delivered.

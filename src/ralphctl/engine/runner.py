@@ -6,6 +6,9 @@ iteration's start or record the store refuses is kept in the loop's journal
 (``engine/unrecorded``) before the run ends, and recorded when the loop is next taken over.
 Store calls run on the store's thread and are awaited (``engine/storethread``): under
 ``ralphctl serve`` the event loop, shared by every loop and the API, never waits on the database.
+What only a finished iteration needs (assessing and recording it, gates, the usage warning, the
+workflow tracker) is imported where it is used: ``ralphctl run`` spawns its first agent without
+it (start-up, ``bench/overhead.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from ralphctl.agents.base import AgentAdapter, AgentUnavailable
 from ralphctl.agents.events import AgentEvent, Finished
 from ralphctl.agents.process import run_agent
-from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.backoff import backoff_delay
 from ralphctl.domain.breaker import (
     BreakerAction,
@@ -54,27 +56,14 @@ from ralphctl.domain.events import EventType
 from ralphctl.domain.markers import Detection, first_declaration
 from ralphctl.domain.model import IterationResult, TokenUsage
 from ralphctl.domain.states import LoopStatus, StopReason, transition
-from ralphctl.domain.steering import DELIVERED_KEY, Message
+from ralphctl.domain.steering import DELIVERED_KEY, NO_HUMAN_NOTE, Message
 from ralphctl.domain.stoprules import Totals
-from ralphctl.domain.usage_limits import usage_warning
 from ralphctl.engine import storethread
-from ralphctl.engine.assess import Assessment, assess, completion_claim
 from ralphctl.engine.checkpoint import CheckpointMemory, CheckpointOutcome, create_checkpoint
-from ralphctl.engine.fresh_tracker import FreshTracker, TrackerUnreadable
-from ralphctl.engine.gates import GateResult, run_gates
 from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
 from ralphctl.engine.progress import ProgressProbe
 from ralphctl.engine.prompt import HISTORY_SHOWN, PastIteration, PromptContext, build_prompt
 from ralphctl.engine.ratelimit import calls_wait
-from ralphctl.engine.record import (
-    error_context,
-    error_text,
-    error_type,
-    finished_iteration,
-    iteration_events,
-    loop_totals,
-    output_events,
-)
 from ralphctl.engine.request import agent_request, ignored_settings, prompt_path
 from ralphctl.engine.sandboxing import bypass_warning, gate_confinement, loop_command
 from ralphctl.engine.sentinels import read_sentinel
@@ -86,6 +75,9 @@ from ralphctl.store.errors import StoreError
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord, loop_summary
 
 if TYPE_CHECKING:
+    from ralphctl.engine.assess import Assessment
+    from ralphctl.engine.fresh_tracker import FreshTracker
+    from ralphctl.engine.gates import GateResult
     from ralphctl.store.repository import Store
 
 P = ParamSpec("P")
@@ -192,7 +184,11 @@ class LoopRunner:
         self._state = StateWriter(self.workdir, self._state_failed)
         self._progress = ProgressProbe(self.workdir)
         self._checkpoint_memory = CheckpointMemory()  # kept from one checkpoint to the next
-        self._tracker = FreshTracker(self.workdir, loop.id) if config.tracker_template else None
+        self._tracker: FreshTracker | None = None
+        if config.tracker_template:
+            from ralphctl.engine.fresh_tracker import FreshTracker
+
+            self._tracker = FreshTracker(self.workdir, loop.id)
         self._tracker_problem: str | None = None
         self._budgets_warned: set[str] = set()  # budget_warning said (read back on resume)
         self._inbox = Inbox(loop.id)
@@ -399,6 +395,9 @@ class LoopRunner:
             raise
         finally:
             recorded = await transcript.close()
+        from ralphctl.engine.assess import assess, completion_claim
+        from ralphctl.engine.gates import run_gates
+
         detection = completion_claim(result, self.config.marker, prompt)
         if self._tracker is not None and not result.is_error:
             detection = first_declaration(detection, await self._tracker_declaration(n))
@@ -558,6 +557,16 @@ class LoopRunner:
         iteration that went well is only queued on the store's thread, written while the next
         one is prepared; whatever comes next waits for it (``_settle``) before it starts an
         agent or writes to the store itself."""
+        from ralphctl.engine.record import (
+            error_context,
+            error_text,
+            error_type,
+            finished_iteration,
+            iteration_events,
+            loop_totals,
+            output_events,
+        )
+
         done = finished_iteration(start.record, result, assessment)
         was_open = self._breaker.status is BreakerStatus.OPEN
         if assessment is not None:
@@ -633,6 +642,8 @@ class LoopRunner:
         events: list[tuple[str, dict[str, Any]]] = []
         if assessment is None:
             return events
+        from ralphctl.domain.usage_limits import usage_warning
+
         n = done.n
         warning = usage_warning(result)
         if warning is not None and assessment.usage_limit is None:
@@ -854,6 +865,8 @@ class LoopRunner:
 
     async def _tracker_declaration(self, n: int) -> Detection | None:
         """What the loop's tracker declares after iteration ``n`` (a warning if unreadable)."""
+        from ralphctl.engine.fresh_tracker import TrackerUnreadable
+
         assert self._tracker is not None
         problem, self._tracker_problem = self._tracker_problem, None
         declared = None

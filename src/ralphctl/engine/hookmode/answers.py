@@ -18,11 +18,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.conditions import ExternalSignal
 from ralphctl.domain.events import EventType
 from ralphctl.domain.states import LoopStatus, transition
-from ralphctl.domain.steering import Message, section
+from ralphctl.domain.steering import NO_HUMAN_NOTE, Message, section
 from ralphctl.engine.hookmode.history import History
 
 WAIT_POLL_S = 1.0  # how often the wait looks for an answer, a stop or a pause request

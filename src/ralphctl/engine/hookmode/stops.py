@@ -17,13 +17,13 @@ from collections.abc import Callable
 from functools import partial
 
 from ralphctl.agents.events import AgentEvent, TextChunk
-from ralphctl.domain.analyzer import NO_HUMAN_NOTE
 from ralphctl.domain.conditions import Action, Decision, ExternalSignal
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.events import EventType
 from ralphctl.domain.questions import find_question
 from ralphctl.domain.states import StopReason
+from ralphctl.domain.steering import NO_HUMAN_NOTE
 from ralphctl.engine.hookmode.activity import ActivityLog
 from ralphctl.engine.hookmode.answers import Asked
 from ralphctl.engine.hookmode.guards import HookBreaker
