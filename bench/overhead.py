@@ -3,16 +3,22 @@
 The user's path: an agent adapter (claude unless ``--agent`` names another), default settings,
 a git repository. The agent is a fake CLI (bench/fake_agents/<agent>.py: standard library only,
 one edit per run, the stream of a one-turn session in its agent's format) selected with the
-agent's RALPHCTL_<AGENT>_BIN. The only setting changed is the cooldown (0: it is a deliberate
-wait, not overhead); no user or project configuration file is read, and the database is the
-default one (SQLite in the user data directory, a scratch XDG_DATA_HOME). The baseline,
+agent's RALPHCTL_<AGENT>_BIN. No user or project configuration file is read, and the database
+is the default one (SQLite in the user data directory, a scratch XDG_DATA_HOME). The baseline,
 measured in the same run, is a bare shell loop running the same fake agent with the command
 the adapter builds (bench/agent_fakes.py):
 
-    shell loop : for i in 1..N: <the adapter's argv> < prompt > /dev/null
-    ralphctl   : ralphctl run --task ... --max-iterations N --cooldown 0 --workdir ...
+    shell loop : for i in 1..N: <the adapter's argv> < prompt > /dev/null [; sleep 5]
+    ralphctl   : ralphctl run --task ... --max-iterations N [--cooldown 0] --workdir ...
 
-- per-iteration overhead: the slope of ralphctl's time between a short run and a long one
+- per-iteration overhead with the default cooldown (5 s from one agent's exit to the next one's
+  start; ralphctl records the iteration, looks at the files and makes its checkpoints within
+  it): over one block of iterations (one checkpoint), the mean period between ralphctl's agents'
+  starts less that of the shell loop running ``sleep 5`` between its runs (less what starting
+  ``sleep`` costs, ``sleep 0`` measured in the same run); the median of the rounds, which
+  alternate which loop runs first. 50 s a round;
+- the same with ``--cooldown 0``, where all of ralphctl's work between two agents holds the next
+  one back: the slope of ralphctl's time between a short run and a long one
   (both multiples of the default checkpoint interval, so checkpoint commits count at their
   real rate), minus the slope of the shell loop's; fixed costs cancel out. The rounds are
   paired and interleaved (each runs both loops, short then long, and which loop goes first
@@ -38,9 +44,11 @@ the adapter builds (bench/agent_fakes.py):
 Every figure is printed as wall-clock and CPU time (user + system of ralphctl and everything it
 ran): on a busy machine the wall clock also counts waiting for a CPU, the CPU time does not.
 Per-iteration figures also print ralphctl's own CPU ("own CPU"; "-" for the scripted agent,
-which logs none). Budgets (on the wall clock; printed next to the figures, never asserted):
-<= 10 ms per iteration on a small repository; <= one ``git status`` + 10 ms per iteration on
-20,000 files; <= 300 ms start-up to the first spawn; <= 500 ms fixed cost of a run.
+which logs none; with the default cooldown only the wall clock is measured). Budgets (on the
+wall clock; printed next to the figures, never asserted): <= 10 ms per iteration on a small
+repository; <= one ``git status`` + 10 ms per iteration on 20,000 files (both with the default
+cooldown and with ``--cooldown 0``); <= 300 ms start-up to the first spawn; <= 500 ms fixed cost
+of a run.
 
     .venv/bin/python bench/overhead.py [--rounds R] [--sizes 1000,10000,20000] [--big]
     .venv/bin/python bench/overhead.py --agent codex      (small repository, one adapter)
@@ -65,7 +73,7 @@ from agent_fakes import agent_runs, bare_command, benchable, install_fake
 from git_repos import IDENTITY, cached_repository, git_status, make_repository
 from ralphctl.agents.registry import spec_for
 from ralphctl.agents.spec import AgentSpec
-from ralphctl.domain.defaults import CHECKPOINT_INTERVAL
+from ralphctl.domain.defaults import CHECKPOINT_INTERVAL, COOLDOWN_S
 from timing import Cost, median, timed
 
 BIN = Path(sys.executable).parent
@@ -74,6 +82,9 @@ DEFAULT_SIZES = "1000,10000,20000"
 BIG_SIZES = "100000"
 BIG = 20_000
 ONE_ITERATION_RUNS = 5
+#: A run whose agents' start-to-start periods make one block holding one checkpoint.
+PACED_ITERATIONS = CHECKPOINT_INTERVAL + 1
+NO_COOLDOWN = "with --cooldown 0 (all of ralphctl's work between two agents is then in their way):"
 SCRIPTED = {"steps": [{"text": "nothing to do", "cost_usd": 0.0001, "tokens": {"input": 1}}]}
 
 
@@ -97,6 +108,10 @@ class Run:
 
     def own_cpu(self) -> float:
         return self.cost.cpu - self.agents_cpu
+
+    def period(self) -> float:
+        """The mean time (ms) from one agent's start to the next."""
+        return (self.starts[-1] - self.starts[0]) / (len(self.starts) - 1) * 1000
 
     def blocks(self) -> list[float]:
         """Iteration times (ms) from one agent's start to the next, averaged over blocks of
@@ -178,17 +193,46 @@ class Bench:
         walls = [cost.wall for cost in added]
         return Overhead(median(agents), median(added), own_cpu, by_blocks, (min(walls), max(walls)))
 
-    def shell_loop(self, workdir: Path, agent: Agent, iterations: int) -> Run:
+    def shell_loop(self, workdir: Path, agent: Agent, iterations: int, pause: float = 0) -> Run:
+        """The agent run ``iterations`` times by ``sh``, with ``sleep pause`` between runs."""
+        wait = f"if [ $i -lt {iterations} ]; then sleep {pause:g}; fi; " if pause else ""
         loop = (
             f"for i in $(seq 1 {iterations}); do "
             f"RALPHCTL_ITERATION=$i; export RALPHCTL_ITERATION; {agent.shell_command} || exit 1; "
-            "done"
+            f"{wait}done"
         )
         cost = timed(["sh", "-c", loop], workdir, self.env)[0]
         return _run(cost, self.root)
 
-    def ralphctl(self, workdir: Path, agent: Agent, iterations: int) -> Run:
-        """The cost of one ``ralphctl run`` that ends on its iteration budget."""
+    def paced(self, workdir: Path, agent: Agent, rounds: int) -> float:
+        """What ralphctl adds per iteration with the default cooldown (ms): over one block of
+        iterations, the mean period of its agents' starts less that of the shell loop pausing
+        as long between its runs (with ``sleep``, whose own start is taken off); the median of
+        ``rounds`` rounds, which alternate which loop runs first."""
+        sleep_start = self.sleep_start()
+        added = []
+        for round_ in range(rounds):
+            if round_ % 2:
+                ours = self.ralphctl(workdir, agent, PACED_ITERATIONS, cooldown=None)
+                shell = self.shell_loop(workdir, agent, PACED_ITERATIONS, pause=COOLDOWN_S)
+            else:
+                shell = self.shell_loop(workdir, agent, PACED_ITERATIONS, pause=COOLDOWN_S)
+                ours = self.ralphctl(workdir, agent, PACED_ITERATIONS, cooldown=None)
+            added.append(ours.period() - (shell.period() - sleep_start))
+        return statistics.median(added)
+
+    def sleep_start(self) -> float:
+        """What running ``sleep`` costs the shell loop beyond its pause (ms): ``sleep 0``."""
+        runs = 20
+        loop = f"for i in $(seq 1 {runs}); do sleep 0; done"
+        return timed(["sh", "-c", loop], self.root, self.env)[0].wall / runs * 1000
+
+    def ralphctl(
+        self, workdir: Path, agent: Agent, iterations: int, *, cooldown: str | None = "0"
+    ) -> Run:
+        """The cost of one ``ralphctl run`` that ends on its iteration budget; ``cooldown``
+        None: the default one."""
+        paused = () if cooldown is None else ("--cooldown", cooldown)
         command = [
             str(BIN / "ralphctl"),
             "run",
@@ -197,8 +241,7 @@ class Bench:
             *agent.run_flags,
             "--max-iterations",
             str(iterations),
-            "--cooldown",
-            "0",
+            *paused,
             "--workdir",
             str(workdir),
         ]
@@ -245,11 +288,12 @@ def _clean_environment(root: Path, spec: AgentSpec, fake: Path) -> dict[str, str
     return env
 
 
-def report_small(bench: Bench, rounds: int) -> None:
+def report_small(bench: Bench, rounds: int, paced_rounds: int) -> None:
     workdir = make_repository(bench.root / "small", SMALL_REPOSITORY)
     agent = bench.agent(workdir)
     bench.ralphctl(workdir, agent, 1)  # creates the database, as a user's first run did
     per = bench.overhead(workdir, agent, short=10, long=40, rounds=rounds)
+    paced = bench.paced(workdir, agent, paced_rounds)
     runs = [bench.one_iteration(workdir, agent) for _ in range(ONE_ITERATION_RUNS)]
     startup = statistics.median(spawn for spawn, _ in runs)
     fixed = median([cost - per.agent for _, cost in runs])
@@ -257,6 +301,8 @@ def report_small(bench: Bench, rounds: int) -> None:
     print(f"small git repository ({SMALL_REPOSITORY} files), {name} adapter, defaults")
     _header()
     _row("agent run (shell loop), per iteration", per.agent)
+    _paced_row(paced, _verdict(paced, 10))
+    print(f"  {NO_COOLDOWN}")
     _row("ralphctl overhead, per iteration", per.added, _verdict(per.added.wall, 10), per.own_cpu)
     low, high = per.rounds  # near its budget, a figure can land on either side from run to run
     print(f"  {'  rounds, lowest and highest':<40} {low:9.1f} {high:9.1f}")
@@ -280,7 +326,7 @@ def report_variants(bench: Bench, rounds: int) -> None:
     old.mkdir()
     (old / "ralphctl.toml").write_text("[loops.defaults]\nno_progress_threshold = false\n")
     scripted = bench.overhead(old, bench.scripted_agent(), short=10, long=40, rounds=rounds)
-    print("variants: ralphctl overhead per iteration")
+    print("variants: ralphctl overhead per iteration (--cooldown 0)")
     _header()
     name = bench.spec.name
     _row(f"{name} adapter, checkpoints off", no_checkpoints.added, own=no_checkpoints.own_cpu)
@@ -289,7 +335,8 @@ def report_variants(bench: Bench, rounds: int) -> None:
 
 
 def report_sizes(bench: Bench, sizes: list[int], rounds: int) -> None:
-    print(f"ralphctl overhead per iteration by repository size ({bench.spec.name}, defaults)")
+    name = bench.spec.name
+    print(f"ralphctl overhead per iteration by repository size ({name}, defaults, --cooldown 0)")
     print(
         f"  {'files':>8} {'git status':>21} {'overhead':>21} {'own CPU':>9}"
         f" {'overhead - status':>18}   budget (wall)"
@@ -308,12 +355,22 @@ def report_sizes(bench: Bench, sizes: list[int], rounds: int) -> None:
             budget = f"{_verdict(over, 10, 'git status + ')} (rounds {low:.1f} to {high:.1f})"
         line = f"{_pair(status)} {_pair(per.added)} {_own(per.own_cpu)} {over:15.1f} ms"
         print(f"  {files:>8} {line}   {budget}")
-        if files == BIG:  # what the checkpoint commits (every 5 iterations) add to it
+        if files == BIG:  # the default cooldown, and what the checkpoints add without one
+            paced = bench.paced(workdir, agent, rounds)
+            verdict = _verdict(paced - status.wall, 10, "git status + ")
+            label = f"{COOLDOWN_S:g} s cooldown:"
+            print(f"  {'':>8} {label:>21} {paced:7.1f} ms {'':>34}   {verdict}")
             off = bench.agent(workdir, "--checkpoint-interval", "0")
             alone = bench.overhead(workdir, off, short=5, long=long, rounds=rounds)
             over = alone.added.wall - status.wall
             line = f"{_pair(alone.added)} {_own(alone.own_cpu)} {over:15.1f} ms"
             print(f"  {'':>8} {'checkpoints off:':>21} {line}")
+
+
+def _paced_row(added: float, budget: str) -> None:
+    """The overhead with the default cooldown: wall clock only (from the agents' starts)."""
+    label = f"ralphctl overhead ({COOLDOWN_S:g} s cooldown)"
+    print(f"  {label:<40} {added:9.1f} {'':>19}   {budget}")
 
 
 def _verdict(value: float, budget: float, what: str = "") -> str:
@@ -337,11 +394,11 @@ def _pair(cost: Cost) -> str:
     return f"{cost.wall:7.1f} ms {cost.cpu:6.1f} CPU"
 
 
-def run_bench(spec: AgentSpec, rounds: int, sizes: list[int] | None) -> None:
+def run_bench(spec: AgentSpec, rounds: int, sizes: list[int] | None, paced_rounds: int) -> None:
     """One agent's figures; ``sizes`` (claude's full report) adds the variants and sizes."""
     with tempfile.TemporaryDirectory(prefix="ralphctl-bench-") as tmp:
         bench = Bench(Path(tmp), spec)
-        report_small(bench, rounds)
+        report_small(bench, rounds, paced_rounds)
         if sizes is not None:
             report_variants(bench, rounds)
             report_sizes(bench, sizes, max(1, rounds - 1))
@@ -365,11 +422,11 @@ def main() -> None:
         for reason in skipped:
             print(f"skipped {reason}")
         for spec in found:
-            run_bench(spec, args.rounds, None)
+            run_bench(spec, args.rounds, None, 1)  # 50 s a round with the cooldown
     elif args.agent and args.agent != "claude":
-        run_bench(spec_for(args.agent), args.rounds, None)
+        run_bench(spec_for(args.agent), args.rounds, None, args.rounds)
     else:
-        run_bench(spec_for("claude"), args.rounds, sizes)
+        run_bench(spec_for("claude"), args.rounds, sizes, args.rounds)
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ import socket
 import subprocess
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ralphctl.agents import process
 from ralphctl.agents.registry import adapter_for
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.states import LoopStatus, StopReason
@@ -326,6 +327,27 @@ def test_each_iteration_records_its_agent_process(db, workdir):
         assert it.started_at <= it.agent_started_at <= it.completed_at
 
 
+def test_the_cooldown_runs_from_the_agents_exit_with_the_iterations_bookkeeping_in_it(
+    db, workdir, monkeypatch
+):
+    loop, config = new_loop(db, workdir, [{"text": "one"}, {"text": DONE}], cooldown=1.0)
+    record = LoopRunner._record
+
+    async def slow_record(self: LoopRunner, *args: Any, **kwargs: Any) -> None:
+        await asyncio.sleep(0.5)  # as a look or a checkpoint on a large repository can take
+        await record(self, *args, **kwargs)
+
+    monkeypatch.setattr(LoopRunner, "_record", slow_record)
+    run(db, loop, config)
+
+    first, second = db.iterations(loop.id)
+    assert first.agent_started_at is not None
+    assert first.duration_ms is not None
+    assert second.agent_started_at is not None
+    exited = first.agent_started_at + timedelta(milliseconds=first.duration_ms)
+    assert 0.95 <= (second.agent_started_at - exited).total_seconds() < 1.3
+
+
 def test_a_new_loop_records_its_first_agent_though_the_store_opens_while_it_runs(tmp_path, workdir):
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"steps": [{"text": DONE, "bash": ["echo $PPID > pid"]}]}))
@@ -339,6 +361,31 @@ def test_a_new_loop_records_its_first_agent_though_the_store_opens_while_it_runs
     assert final.status is LoopStatus.COMPLETED
     (iteration,) = Store.open(url).iterations(loop.id)
     assert iteration.agent_pid == int((workdir / "pid").read_text())
+
+
+def test_a_new_loop_opens_its_store_once_its_first_agent_has_started(
+    tmp_path, workdir, monkeypatch
+):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"text": DONE}]}))
+    config = LoopConfig(cooldown=0, checkpoint_interval=0, agent="scripted", script=str(script))
+    loop = new_loop_record("Write the files.", workdir, config)
+    adapter = adapter_for("scripted", options={"script": str(script)})
+    order: list[str] = []
+    spawn = process._spawn
+
+    async def spawning(*args: Any) -> asyncio.SubprocessTransport:
+        transport = await spawn(*args)
+        order.append("agent started")
+        return transport
+
+    def open_store() -> Store:
+        order.append("store opened")  # its imports and set-up would hold the spawn's GIL
+        return Store.open(str(tmp_path / "new.db"))
+
+    monkeypatch.setattr(process, "_spawn", spawning)
+    asyncio.run(LoopRunner(open_store, adapter, loop, config).run())
+    assert order == ["agent started", "store opened"]
 
 
 def test_resume_after_a_crash_stops_the_agent_the_dead_runner_left(db, workdir, spawn):

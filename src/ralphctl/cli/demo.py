@@ -91,7 +91,9 @@ def _script() -> dict[str, Any]:
 
 
 def demo_command(
-    cooldown: str = typer.Option("0.5s", "--cooldown", help="Pause between iterations."),
+    cooldown: str = typer.Option(
+        "0.5s", "--cooldown", help="Pause from one agent's exit to the next one's start."
+    ),
     directory: Path | None = typer.Option(
         None, "--dir", help="Create the demo repository here (default: a new temp dir)."
     ),

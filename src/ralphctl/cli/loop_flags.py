@@ -41,7 +41,11 @@ PROMISE = typer.Option(
 SIGNAL = typer.Option(
     None, "--completion-signal", help="Raw completion signal, tagged or a plain last-line marker."
 )
-COOLDOWN = typer.Option(None, "--cooldown", help="Pause between iterations, e.g. 5s (5s).")
+COOLDOWN = typer.Option(
+    None,
+    "--cooldown",
+    help="Pause from one agent's exit to the next one's start, e.g. 5s (5s).",
+)
 CHECKPOINT = typer.Option(None, "--checkpoint-interval", help="Git checkpoint every N (5).")
 ITERATION_TIMEOUT = typer.Option(None, "--iteration-timeout", help="Per-iteration limit (1h).")
 PERMISSION = typer.Option(

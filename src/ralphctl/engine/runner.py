@@ -71,6 +71,7 @@ from ralphctl.engine.statefile import StateWriter, check_state_file
 from ralphctl.engine.steering import Inbox
 from ralphctl.engine.transcript_writer import TranscriptRecorder, TranscriptSummary
 from ralphctl.engine.unrecorded import has_journal, keep, loop_state
+from ralphctl.engine.waits import wait_set
 from ralphctl.store.errors import StoreError
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord, loop_summary
 
@@ -134,13 +135,14 @@ class RunControl:
 class _Start:
     """An iteration about to run. It is recorded (``begun``: the write, queued on the store's
     thread) once its agent has started, so the record carries the agent's pid; ``recordable``
-    once the loop itself is stored."""
+    once the loop itself is stored. ``spawn_tried``: its agent started, or could not."""
 
     record: IterationRecord
     recordable: bool
     spawned: bool = False
     begun: asyncio.Future[EventRecord] | None = None
     messages: tuple[int, ...] = ()  # the seqs of the user's messages its prompt carries
+    spawn_tried: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class LoopRunner:
@@ -195,6 +197,7 @@ class LoopRunner:
         self._unsettled: asyncio.Future[None] | None = None  # a deferred record (_record)
         self._early_messages: asyncio.Future[list[Message]] | None = None
         self._messages_slept = False  # the loop slept since the early read
+        self._agent_ended: float | None = None  # when the last agent exited (monotonic)
 
     @property
     def stored(self) -> bool:
@@ -384,6 +387,7 @@ class LoopRunner:
                 await self._store_new_loop(start, agent)
                 transcript.attach(self.store)
             result = await agent
+            self._agent_ended = time.monotonic()
             checkpoint = self._checkpoint_due(n, result)
             if before is not None and not self.config.gates:  # gates may write: look after them
                 looking = self._look(checkpoint)  # while the transcript is closed
@@ -437,6 +441,7 @@ class LoopRunner:
         started = datetime.fromtimestamp(at, UTC)
         start.record = replace(start.record, agent_pid=pid, agent_started_at=started)
         start.spawned = True
+        start.spawn_tried.set()
         if start.recordable:
             self._begin_iteration(start)
 
@@ -470,9 +475,13 @@ class LoopRunner:
             keep(self.workdir, record, [_started_event(record.n, messages)])
 
     async def _store_new_loop(self, start: _Start, agent: asyncio.Task[IterationResult]) -> None:
-        """Open the store in a worker thread while the first agent runs; record the start."""
+        """Open the store in a worker thread while the first agent runs; record the start.
+        The thread starts once the agent has: its Python (imports, SQLite set-up) would hold
+        the GIL the spawn needs, for up to 5 ms at a time (``sys.getswitchinterval``)."""
         assert self._open_store is not None
+        agent.add_done_callback(lambda _: start.spawn_tried.set())  # it could not start
         try:
+            await start.spawn_tried.wait()
             self._store = await asyncio.to_thread(self._open_store)
             self.loop = await self._stored(self.store.create_loop, self.loop)
             self._open_store = None
@@ -815,7 +824,10 @@ class LoopRunner:
         return max(self.config.cooldown, delay)
 
     async def _cooldown(self, seconds: float) -> bool:
-        """Wait between iterations; True if interrupted meanwhile."""
+        """Wait until ``seconds`` after the last agent exited (the iteration's record, look and
+        checkpoint take their time within it); True if interrupted meanwhile."""
+        if self._agent_ended is not None:
+            seconds -= time.monotonic() - self._agent_ended
         return await self._sleep(seconds)
 
     async def _sleep(self, seconds: float) -> bool:
@@ -823,11 +835,7 @@ class LoopRunner:
         if seconds <= 0:
             return self.control.interrupt.is_set()
         self._messages_slept = True
-        try:
-            await asyncio.wait_for(self.control.interrupt.wait(), seconds)
-        except TimeoutError:
-            return False
-        return True
+        return await wait_set(self.control.interrupt, seconds)
 
     # -- helpers -------------------------------------------------------------------------
 
