@@ -80,5 +80,37 @@ def test_run_leaves_what_only_a_finished_iteration_needs_until_one_has_run() -> 
         "engine.fresh_tracker",
         "domain.analyzer",
         "domain.usage_limits",
+        "engine.control",
+        "engine.leftovers",
+        "engine.unrecorded",
     ):
         assert f"'ralphctl.{later}'" not in imported
+
+
+def test_run_starts_its_first_agent_before_importing_rich(tmp_path) -> None:
+    """rich costs tens of ms to import: a new loop's terminal output begins once its agent has
+    started (the first agent event, the first record)."""
+    script = tmp_path / "script.json"
+    script.write_text('{"steps": [{"text": "done"}]}')
+    argv = ["ralphctl", "run", "--task", "Do it.", "--agent", "scripted", "--script", str(script)]
+    argv += ["--max-iterations", "1", "--workdir", str(tmp_path), "--db", str(tmp_path / "x.db")]
+    probe = (
+        "import sys\n"
+        "from ralphctl.agents import process\n"
+        "spawn = process._spawn\n"
+        "async def spawning(*args, **kwargs):\n"
+        "    print('rich at the first spawn:', 'rich' in sys.modules, file=sys.stderr)\n"
+        "    process._spawn = spawn\n"
+        "    return await spawn(*args, **kwargs)\n"
+        "process._spawn = spawning\n"
+        f"sys.argv = {argv!r}\n"
+        "from ralphctl.cli.app import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=ENV, check=False
+    )
+
+    assert "rich at the first spawn: False" in done.stderr, done.stderr
+    assert done.returncode == 1  # the iteration budget ended it, its summary shown by rich
+    assert "max_iterations" in done.stdout

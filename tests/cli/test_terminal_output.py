@@ -16,7 +16,9 @@ from tests.store.factories import new_loop
 def shown(*events: object, quiet: bool = False) -> str:
     out = io.StringIO()
     console = Console(file=out, width=200, force_terminal=False, color_system=None)
-    with TerminalObserver(console, new_loop(iteration=1), LoopConfig(), quiet=quiet) as observer:
+    with TerminalObserver(
+        lambda: console, new_loop(iteration=1), LoopConfig(), quiet=quiet
+    ) as observer:
         for event in events:
             observer.on_agent_event(1, event)  # type: ignore[arg-type]
     return out.getvalue()
@@ -49,7 +51,9 @@ def test_plain_output_is_the_same_written_directly_as_through_rich() -> None:
     direct = shown(*events)
     out = io.StringIO()
     recording = Console(file=out, width=200, force_terminal=False, color_system=None, record=True)
-    with TerminalObserver(recording, new_loop(iteration=1), LoopConfig(), quiet=False) as observer:
+    with TerminalObserver(
+        lambda: recording, new_loop(iteration=1), LoopConfig(), quiet=False
+    ) as observer:
         for event in events:
             observer.on_agent_event(1, event)
     assert direct == out.getvalue() == "  npm  is old [x]\na [b]   tab\nend\n"

@@ -6,6 +6,7 @@ import asyncio
 import json
 import socket
 import subprocess
+import time
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -22,9 +23,11 @@ from ralphctl.engine.loops import new_loop as new_loop_record
 from ralphctl.engine.runner import LoopRunner, RunControl
 from ralphctl.engine.sentinels import sentinel_path
 from ralphctl.engine.statefile import state_path
+from ralphctl.store.errors import StoreError
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
 from ralphctl.store.repository import Store
 from tests.engine.victims import live
+from tests.store.faults import fail_storing_events_of
 
 FAST = {"cooldown": 0, "checkpoint_interval": 0, "error_backoff_cap": 0}
 
@@ -107,6 +110,18 @@ def test_a_loop_runs_until_the_agent_declares_completion(db, workdir):
     assert [it.cost_source for it in iterations] == ["reported"] * 3
     assert iterations[0].output_summary == "wrote a"
     assert db.get_loop(loop.id) == final
+
+
+def test_a_loop_never_ends_without_its_end_events(db, workdir, monkeypatch):
+    """A runner that dies while storing the end (here: the events fail to insert) leaves the
+    loop running for the next runner, never completed with no ``completed`` event."""
+    loop, config = new_loop(db, workdir, [{"text": DONE}])
+    fail_storing_events_of("completed", monkeypatch)
+    with pytest.raises(StoreError, match="disk I/O error"):
+        run(db, loop, config)
+
+    assert db.get_loop(loop.id).status is LoopStatus.RUNNING
+    assert db.events_of(loop.id, ["state_changed", "completed"]) == []
 
 
 def test_every_step_is_published_as_a_stored_event_in_order(db, workdir):
@@ -340,12 +355,35 @@ def test_the_cooldown_runs_from_the_agents_exit_with_the_iterations_bookkeeping_
     monkeypatch.setattr(LoopRunner, "_record", slow_record)
     run(db, loop, config)
 
-    first, second = db.iterations(loop.id)
+    assert_paused_from_exit_to_start(db.iterations(loop.id), 1.0)
+
+
+def test_the_cooldown_after_a_new_loops_first_agent_runs_from_its_exit_not_the_stores_opening(
+    tmp_path, workdir
+):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"steps": [{"text": "one"}, {"text": DONE}]}))
+    config = LoopConfig(cooldown=1.0, checkpoint_interval=0, agent="scripted", script=str(script))
+    loop = new_loop_record("Write the files.", workdir, config)
+    adapter = adapter_for("scripted", options={"script": str(script)})
+    url = str(tmp_path / "new.db")
+
+    def slow_open() -> Store:
+        time.sleep(0.5)  # as creating a new database can take
+        return Store.open(url)
+
+    asyncio.run(LoopRunner(slow_open, adapter, loop, config).run())
+
+    assert_paused_from_exit_to_start(Store.open(url).iterations(loop.id), 1.0)
+
+
+def assert_paused_from_exit_to_start(iterations: list[IterationRecord], cooldown: float) -> None:
+    first, second = iterations
     assert first.agent_started_at is not None
     assert first.duration_ms is not None
     assert second.agent_started_at is not None
     exited = first.agent_started_at + timedelta(milliseconds=first.duration_ms)
-    assert 0.95 <= (second.agent_started_at - exited).total_seconds() < 1.3
+    assert cooldown - 0.05 <= (second.agent_started_at - exited).total_seconds() < cooldown + 0.3
 
 
 def test_a_new_loop_records_its_first_agent_though_the_store_opens_while_it_runs(tmp_path, workdir):
@@ -386,6 +424,30 @@ def test_a_new_loop_opens_its_store_once_its_first_agent_has_started(
     monkeypatch.setattr(process, "_spawn", spawning)
     asyncio.run(LoopRunner(open_store, adapter, loop, config).run())
     assert order == ["agent started", "store opened"]
+
+
+@pytest.mark.parametrize(
+    ("gate_passed", "iterations"), [(True, [1]), (False, [1, 2])], ids=["passed", "failed"]
+)
+def test_a_runner_that_died_ending_a_completed_loop_leaves_it_to_be_completed_not_rerun(
+    db, workdir, gate_passed, iterations
+):
+    loop, config = new_loop(db, workdir, [{"text": DONE}])
+    began = datetime.now(UTC)
+    died = db.save_loop(
+        replace(loop, status=LoopStatus.RUNNING, iteration=1, started_at=began, runner_pid=999_999)
+    )
+    declared = IterationRecord(loop_id=loop.id, n=1, started_at=began)
+    db.begin_iteration(declared)
+    gate = {"command": "make check", "passed": gate_passed, "exit_code": int(not gate_passed)}
+    done = replace(declared, status="ok", completion_signal_found=True, gate_results=[gate])
+    db.complete_iteration(done, died)
+
+    final = run(db, died, config)
+
+    assert (final.status, final.stop_reason) == (LoopStatus.COMPLETED, StopReason.COMPLETION)
+    assert [it.n for it in db.iterations(loop.id)] == iterations
+    assert len(db.events_of(loop.id, ["completed"])) == 1
 
 
 def test_resume_after_a_crash_stops_the_agent_the_dead_runner_left(db, workdir, spawn):

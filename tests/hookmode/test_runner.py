@@ -17,6 +17,7 @@ import pytest
 
 from ralphctl.agents.claude import ClaudeAdapter
 from ralphctl.domain.config import LoopConfig
+from ralphctl.domain.states import LoopStatus
 from ralphctl.domain.steering import NO_HUMAN_NOTE
 from ralphctl.engine.hookmode.answers import TIMED_OUT
 from ralphctl.engine.hookmode.managed import session_of
@@ -28,10 +29,12 @@ from ralphctl.engine.runner import Interruption, RunControl
 from ralphctl.engine.steering import tell
 from ralphctl.hook.frontmatter import Scalar
 from ralphctl.hook.tracker import load
+from ralphctl.store.errors import StoreError
 from ralphctl.store.records import IterationRecord, LoopRecord
 from ralphctl.store.repository import Store
 from ralphctl.store.transcript_chunks import iter_transcript
 from tests.hook.helpers import stop_event
+from tests.store.faults import fail_storing_events_of
 
 FAKE = Path(__file__).with_name("fake_claude.py")
 DONE = "All done.\n<promise>COMPLETE</promise>"
@@ -113,6 +116,18 @@ def test_each_stop_is_an_iteration_and_the_bound_ends_the_loop(play):
     assert loop.statuses() == [(1, "ok", "one"), (2, "ok", "two"), (3, "ok", "three")]
     assert loop.record.cost_usd == pytest.approx(0.018)
     assert loop.tracker["cost_usd"] == pytest.approx(3 * 0.004, rel=0.05)  # the live estimate
+
+
+def test_a_loop_never_ends_without_its_end_events(play, store, monkeypatch):
+    """A runner that dies while storing the end (here: the events fail to insert) leaves the
+    loop running, never stopped with no ``stopped`` event."""
+    fail_storing_events_of("stopped", monkeypatch)
+    with pytest.raises(StoreError, match="disk I/O error"):
+        play([[{"text": "one"}]], max_iterations=1)
+
+    (loop,) = store.list_loops()
+    assert loop.status is LoopStatus.RUNNING
+    assert store.events_of(loop.id, ["state_changed", "stopped"]) == []
 
 
 def test_a_stop_the_hook_decided_alone_is_recorded_when_the_runner_sees_the_next(play):

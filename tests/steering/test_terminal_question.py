@@ -21,7 +21,7 @@ def shown(*events: tuple[str, dict[str, Any]], quiet: bool = False) -> str:
     out = io.StringIO()
     console = Console(file=out, width=200, force_terminal=False, color_system=None)
     loop = new_loop(iteration=1)
-    with TerminalObserver(console, loop, LoopConfig(), quiet=quiet) as observer:
+    with TerminalObserver(lambda: console, loop, LoopConfig(), quiet=quiet) as observer:
         for seq, (kind, data) in enumerate(events, start=1):
             observer.on_event(EventRecord(seq, loop.id, kind, data, T0))
     return out.getvalue()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -134,6 +135,34 @@ def test_saving_writes_back_every_mutable_field(store: Store) -> None:
     assert saved.updated_at is not None
     assert created.updated_at is not None
     assert saved.updated_at >= created.updated_at
+
+
+def test_a_loop_saved_with_its_events_stores_both_in_one_transaction(store: Store) -> None:
+    store.create_loop(new_loop("loop-end"))
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("state_changed", {"status": "completed"}),
+        ("completed", {"iteration": 3}),
+    ]
+
+    saved, stored = store.save_loop_with_events(ended_loop("loop-end"), events)
+
+    assert store.get_loop("loop-end") == saved
+    assert [(event.event_type, event.data) for event in stored] == events
+    assert store.events_of("loop-end", ["state_changed", "completed"]) == stored
+
+
+def test_a_loop_whose_events_cannot_be_stored_is_not_saved_either(store: Store) -> None:
+    before = store.create_loop(new_loop("loop-torn"))
+    unstorable: list[tuple[str, dict[str, Any]]] = [
+        ("state_changed", {"status": "completed"}),
+        ("completed", {"at": object()}),
+    ]
+
+    with pytest.raises(StoreError, match="cannot save the loop"):
+        store.save_loop_with_events(ended_loop("loop-torn"), unstorable)
+
+    assert store.get_loop("loop-torn") == before
+    assert store.events_of("loop-torn", ["state_changed", "completed"]) == []
 
 
 def test_saving_an_unknown_loop_fails(store: Store) -> None:

@@ -15,14 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
 
 from ralphctl.agents.base import AgentUnavailable
-from ralphctl.cli.common import UsageError, console, err_console, fail, open_store, print_json
+from ralphctl.cli.common import UsageError, fail, get_console, open_store, print_json
 from ralphctl.cli.loop_flags import usage_error
 from ralphctl.cli.ui import TerminalObserver, summary_table
 from ralphctl.domain.states import EXIT_FAILED, EXIT_LIMIT, EXIT_USAGE
-from ralphctl.engine.control import UnsupportedControl, check_resumable
 from ralphctl.engine.request import check_agent_ready
 from ralphctl.engine.starting import (
     InvalidSpec,
@@ -52,10 +50,16 @@ def check_agent(plan: LoopPlan) -> None:
             plan.config,
             Path(plan.loop.workdir),
             confirm=_ask if on_terminal else None,
-            notify=lambda text: err_console.print(escape(text)),
+            notify=_notify,
         )
     except AgentUnavailable as exc:
         fail(str(exc), EXIT_FAILED)
+
+
+def _notify(text: str) -> None:
+    from rich.markup import escape
+
+    get_console(stderr=True).print(escape(text))
 
 
 def _ask(question: str) -> bool:
@@ -70,7 +74,7 @@ def execute_loop(
     from ralphctl.notify.during_run import FLUSH_S, deliver_during_run
     from ralphctl.store.errors import StoreError
 
-    out = err_console if json_out else console
+    out = partial(get_console, stderr=json_out)
     reopen = store if callable(store) else partial(type(store).open, store.url)
     notifier = deliver_during_run(reopen, Path(plan.loop.workdir))
     with TerminalObserver(out, plan.loop, plan.config, quiet=quiet or json_out) as observer:
@@ -92,7 +96,7 @@ def execute_loop(
     if json_out:
         print_json(summary_json(final))
     else:
-        console.print(summary_table(final))
+        get_console().print(summary_table(final))
     if final.stop_reason is None:  # paused
         return EXIT_LIMIT
     return final.stop_reason.exit_code
@@ -116,6 +120,7 @@ def print_plan(plan: LoopPlan) -> None:
 
     from ralphctl.engine.preview import first_command
 
+    console = get_console()
     table = Table(title="ralphctl --dry-run", show_lines=False)
     table.add_column("setting")
     table.add_column("value")
@@ -168,6 +173,8 @@ def resume_here(
     loop_id: str, settings: dict[str, Any], db: str | None, quiet: bool, json_out: bool
 ) -> int:
     """Run a stored loop again in the foreground, its budgets raised by ``settings``."""
+    from ralphctl.engine.control import UnsupportedControl, check_resumable
+
     store = open_store(db)
     loop = store.get_loop(loop_id)
     try:

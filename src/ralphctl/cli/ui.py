@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from types import TracebackType
-
-from rich.console import Console
-from rich.live import Live
-from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from ralphctl.agents.events import (
     AgentEvent,
@@ -28,6 +24,12 @@ from ralphctl.domain.money import format_usd
 from ralphctl.domain.states import LoopStatus, Runner, why_not_resumable
 from ralphctl.domain.steering import delivered_seqs
 from ralphctl.store.records import EventRecord, LoopRecord
+
+if TYPE_CHECKING:  # rich is imported once there is something to show (start-up budget)
+    from rich.console import Console
+    from rich.live import Live
+    from rich.table import Table
+    from rich.text import Text
 
 STATUS_STYLE = {
     LoopStatus.COMPLETED: "bold green",
@@ -74,10 +76,17 @@ def count_budget(value: object) -> str | None:
 
 
 class TerminalObserver:
-    """Shows a loop's progress; use as a context manager around the run."""
+    """Shows a loop's progress; use as a context manager around the run.
 
-    def __init__(self, console: Console, loop: LoopRecord, config: LoopConfig, *, quiet: bool):
-        self.console = console
+    ``console`` is called for the console on the first thing to show: a new loop's agent is
+    started before rich is imported (start-up budget), the live status line with its first
+    line."""
+
+    def __init__(
+        self, console: Callable[[], Console], loop: LoopRecord, config: LoopConfig, *, quiet: bool
+    ):
+        self._make_console = console
+        self._console: Console | None = None
         self.config = config
         self.quiet = quiet
         self.iteration = loop.iteration
@@ -88,16 +97,25 @@ class TerminalObserver:
         self.last = "starting"
         self._live: Live | None = None
         self._partial = ""  # agent text after its last newline, printed once the line ends
-        # Plain output (a pipe, a file: no terminal, no colours) is written as is: rich would
-        # only add its own work per line (bench/overhead.py counts every line).
-        self._plain = (
-            not console.is_terminal and console.color_system is None and not console.record
-        )
+        self._plain = False
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            self._console = console = self._make_console()
+            # Plain output (a pipe, a file: no terminal, no colours) is written as is: rich
+            # would only add its own work per line (bench/overhead.py counts every line).
+            self._plain = (
+                not console.is_terminal and console.color_system is None and not console.record
+            )
+            if console.is_terminal and not self.quiet:
+                from rich.live import Live
+
+                self._live = Live(self, console=console, refresh_per_second=4, transient=True)
+                self._live.__enter__()
+        return self._console
 
     def __enter__(self) -> TerminalObserver:
-        if self.console.is_terminal and not self.quiet:
-            self._live = Live(self, console=self.console, refresh_per_second=4, transient=True)
-            self._live.__enter__()
         return self
 
     def __exit__(
@@ -113,6 +131,8 @@ class TerminalObserver:
 
     def __rich__(self) -> Text:
         """The live status line."""
+        from rich.text import Text
+
         elapsed = self.runtime_base + time.monotonic() - self.started
         line = Text()
         line.append(f"⟳ iteration {self.iteration}/{self.config.max_iterations}", "bold cyan")
@@ -126,6 +146,8 @@ class TerminalObserver:
         return line
 
     def notice(self, message: str, style: str = "yellow") -> None:
+        from rich.text import Text
+
         self._end_text()
         self.console.print(Text(message, style))
 
@@ -202,12 +224,12 @@ class TerminalObserver:
 
     def _out(self, line: str, style: str | None = None) -> None:
         """One line, unwrapped and without markup (the terminal wraps)."""
+        console = self.console  # made first: it decides ``_plain``
         if self._plain and "\t" not in line:  # rich expands tabs to its tab stops
-            file = self.console.file
-            file.write(line + "\n")
-            file.flush()
+            console.file.write(line + "\n")
+            console.file.flush()
         else:  # ``out``, not ``print``: a sixth of the CPU per line
-            self.console.out(line, style=style, highlight=False)
+            console.out(line, style=style, highlight=False)
 
 
 #: Iterations that end so are followed by an ``error`` event with their error, printed as its
@@ -232,6 +254,10 @@ def _iteration_line(data: dict[str, object]) -> str:
 
 def summary_table(loop: LoopRecord) -> Table:
     """The final summary of a loop run."""
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()

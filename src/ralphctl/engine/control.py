@@ -126,16 +126,14 @@ def settle(
     leftovers = found.interrupted
     ended = status is not LoopStatus.PAUSED
     reason = why if ended else None
-    loop = store.save_loop(
-        replace(
-            found.applied_to(loop),
-            status=status,
-            stop_reason=reason,
-            stop_detail=detail,
-            rate_limited_until=None,
-            runner_pid=None,
-            ended_at=datetime.now(UTC) if ended else None,
-        )
+    loop = replace(
+        found.applied_to(loop),
+        status=status,
+        stop_reason=reason,
+        stop_detail=detail,
+        rate_limited_until=None,
+        runner_pid=None,
+        ended_at=datetime.now(UTC) if ended else None,
     )
     reason_text = reason and str(reason)
     summary: dict[str, Any] = {"iteration": loop.iteration, "cost_usd": loop.cost_usd}
@@ -152,7 +150,7 @@ def settle(
         )
     )
     batch.append((str(_END_EVENT[status]), {"reason": reason_text, **summary}))
-    events = store.append_events(loop.id, batch)
+    loop, events = store.save_loop_with_events(loop, batch)
     if loop.mode == "hook" and reason is not None:
         from ralphctl.engine.hookmode.managed import end_session  # only hook mode needs it
 

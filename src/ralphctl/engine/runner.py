@@ -60,7 +60,6 @@ from ralphctl.domain.steering import DELIVERED_KEY, NO_HUMAN_NOTE, Message
 from ralphctl.domain.stoprules import Totals
 from ralphctl.engine import storethread
 from ralphctl.engine.checkpoint import CheckpointMemory, CheckpointOutcome, create_checkpoint
-from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
 from ralphctl.engine.progress import ProgressProbe
 from ralphctl.engine.prompt import HISTORY_SHOWN, PastIteration, PromptContext, build_prompt
 from ralphctl.engine.ratelimit import calls_wait
@@ -70,7 +69,6 @@ from ralphctl.engine.sentinels import read_sentinel
 from ralphctl.engine.statefile import StateWriter, check_state_file
 from ralphctl.engine.steering import Inbox
 from ralphctl.engine.transcript_writer import TranscriptRecorder, TranscriptSummary
-from ralphctl.engine.unrecorded import has_journal, keep, loop_state
 from ralphctl.engine.waits import wait_set
 from ralphctl.store.errors import StoreError
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord, loop_summary
@@ -79,6 +77,7 @@ if TYPE_CHECKING:
     from ralphctl.engine.assess import Assessment
     from ralphctl.engine.fresh_tracker import FreshTracker
     from ralphctl.engine.gates import GateResult
+    from ralphctl.engine.leftovers import Leftovers
     from ralphctl.store.repository import Store
 
 P = ParamSpec("P")
@@ -222,6 +221,10 @@ class LoopRunner:
     async def _run(self) -> LoopRecord:
         if self.stored:
             await self._begin()
+            if self._history and _declared_done(self._history[-1]):  # its runner died ending it
+                return await self._end(
+                    evaluate(self._totals(), self.config.budgets, completed=True)
+                )
         else:
             self._git = await self._progress.is_work_tree()
         while True:
@@ -306,12 +309,9 @@ class LoopRunner:
         self._progress.forget()  # the user may work meanwhile: that is not the agent's progress
         if status is not self.loop.status:
             transition(self.loop.status, status)
-        self.loop = await self._stored(
-            self.store.save_loop,
+        await self._save(
             replace(self.loop, status=status, rate_limited_until=until, stop_detail=reason),
-        )
-        await self._publish(
-            EventType.WAITING, {"until": until.isoformat(), "reason": reason, "status": status}
+            (EventType.WAITING, {"until": until.isoformat(), "reason": reason, "status": status}),
         )
         ended: Decision | None = None
         while ended is None and _now() < until:
@@ -341,11 +341,11 @@ class LoopRunner:
         until = _now() + timedelta(seconds=self.config.question_timeout)
         transition(self.loop.status, LoopStatus.PAUSED)
         detail = f"waiting until {until:%Y-%m-%d %H:%M} UTC for an answer: {question}"
-        self.loop = await self._stored(
-            self.store.save_loop, replace(self.loop, status=LoopStatus.PAUSED, stop_detail=detail)
-        )
         data = {"until": until.isoformat(), "reason": "question", "status": "paused"}
-        await self._publish(EventType.WAITING, data | {"question": question})
+        await self._save(
+            replace(self.loop, status=LoopStatus.PAUSED, stop_detail=detail),
+            (EventType.WAITING, data | {"question": question}),
+        )
         ended: Decision | None = None
         answered = False
         while ended is None and not answered and _now() < until:
@@ -387,7 +387,6 @@ class LoopRunner:
                 await self._store_new_loop(start, agent)
                 transcript.attach(self.store)
             result = await agent
-            self._agent_ended = time.monotonic()
             checkpoint = self._checkpoint_due(n, result)
             if before is not None and not self.config.gates:  # gates may write: look after them
                 looking = self._look(checkpoint)  # while the transcript is closed
@@ -472,6 +471,8 @@ class LoopRunner:
         """A start the store refused is kept, so that the iteration gets a record even if this
         runner dies now (its event, once stored, was published from the store's thread)."""
         if not begun.cancelled() and begun.exception() is not None:
+            from ralphctl.engine.unrecorded import keep
+
             keep(self.workdir, record, [_started_event(record.n, messages)])
 
     async def _store_new_loop(self, start: _Start, agent: asyncio.Task[IterationResult]) -> None:
@@ -514,17 +515,20 @@ class LoopRunner:
         )
         command = loop_command(command, self.config, self.workdir)
         await self._settle()  # the last iteration's record, written while this one was prepared
-        return await run_agent(
-            command,
-            self.adapter.new_parser(),
-            cwd=self.workdir,
-            timeout=self._iteration_timeout(),
-            on_event=lambda event: self._agent_event(n, event, transcript),
-            on_spawn=lambda pid, at: self._spawned(start, pid, at),
-            on_output=transcript.write,
-            interrupt=self.control.interrupt,
-            force=self.control.force,
-        )
+        try:
+            return await run_agent(
+                command,
+                self.adapter.new_parser(),
+                cwd=self.workdir,
+                timeout=self._iteration_timeout(),
+                on_event=lambda event: self._agent_event(n, event, transcript),
+                on_spawn=lambda pid, at: self._spawned(start, pid, at),
+                on_output=transcript.write,
+                interrupt=self.control.interrupt,
+                force=self.control.force,
+            )
+        finally:  # the cooldown counts from here (a new loop's store may still be opening)
+            self._agent_ended = time.monotonic()
 
     async def _checkpoint(self, n: int) -> None:
         """The checkpoint at the end of a run, after its last iteration's record."""
@@ -575,6 +579,7 @@ class LoopRunner:
             loop_totals,
             output_events,
         )
+        from ralphctl.engine.unrecorded import keep, loop_state
 
         done = finished_iteration(start.record, result, assessment)
         was_open = self._breaker.status is BreakerStatus.OPEN
@@ -632,6 +637,8 @@ class LoopRunner:
         try:
             await completing
         except StoreError:  # as in _record: kept for the next runner
+            from ralphctl.engine.unrecorded import keep
+
             await asyncio.to_thread(keep, self.workdir, done, events, state)
             raise
 
@@ -719,12 +726,11 @@ class LoopRunner:
             runner_host=socket.gethostname(),
             breaker_state=breaker_to_dict(self._breaker),
         )
-        self.loop = await self._stored(self.store.save_loop, self.loop)
-        self._history = await self._stored(self.store.iterations, self.loop.id)
         data: dict[str, Any] = {"iteration": self.loop.iteration, "config": self.config.to_json()}
         if leftovers.interrupted:
             data["interrupted_iterations"] = leftovers.interrupted
-        await self._publish(EventType.RESUMED if resumed else EventType.STARTED, data)
+        await self._save(self.loop, (EventType.RESUMED if resumed else EventType.STARTED, data))
+        self._history = await self._stored(self.store.iterations, self.loop.id)
         if leftovers.changed:  # one warning
             agents = [agent.data() for agent in leftovers.agents]
             data = {"message": leftovers.message(), "agents": agents}
@@ -759,6 +765,10 @@ class LoopRunner:
     async def _leftovers(self) -> Leftovers:
         """Iterations a runner that died left running: their agents stopped (off the event
         loop: that takes a moment), then marked interrupted."""
+        # Imported here: a new loop has none (start-up budget).
+        from ralphctl.engine.leftovers import Leftovers, interrupt_leftovers
+        from ralphctl.engine.unrecorded import has_journal
+
         kept = has_journal(self.workdir, self.loop.id)
         if not kept and not await self._stored(self.store.running_iterations, self.loop.id):
             return Leftovers()
@@ -779,39 +789,50 @@ class LoopRunner:
         transition(self.loop.status, status)
         if self._checkpoints and self.loop.iteration:
             await self._checkpoint(self.loop.iteration)
+        ended = replace(
+            self.loop,
+            status=status,
+            stop_reason=reason,
+            stop_detail=decision.detail,
+            ended_at=None if status is LoopStatus.PAUSED else _now(),
+            runtime_s=self._runtime(),
+            runner_pid=None,
+        )
+        why = reason and str(reason)
+        changed = {"status": str(status), "reason": why, "detail": decision.detail}
         await self._settle_state(
-            replace(
-                self.loop,
-                status=status,
-                stop_reason=reason,
-                stop_detail=decision.detail,
-                ended_at=None if status is LoopStatus.PAUSED else _now(),
-                runtime_s=self._runtime(),
-                runner_pid=None,
-            )
+            ended,
+            (EventType.STATE_CHANGED, changed),
+            (_END_EVENT[status], {"reason": why, **loop_summary(ended)}),
         )
-        await self._publish(
-            EventType.STATE_CHANGED,
-            {"status": str(status), "reason": reason and str(reason), "detail": decision.detail},
-        )
-        summary = {"reason": reason and str(reason), **self._summary()}
-        await self._publish(_END_EVENT[status], summary)
         return self.loop
 
     async def _suspend(self) -> LoopRecord:
         """Leave the loop active with no runner: the next runner continues where it stands."""
-        await self._settle_state(replace(self.loop, runtime_s=self._runtime(), runner_pid=None))
-        data = {"status": str(self.loop.status), **self._summary()}
-        await self._publish(EventType.SUSPENDED, data)
+        left = replace(self.loop, runtime_s=self._runtime(), runner_pid=None)
+        data = {"status": str(left.status), **loop_summary(left)}
+        await self._settle_state(left, (EventType.SUSPENDED, data))
         return self.loop
 
-    async def _settle_state(self, ended: LoopRecord) -> None:
-        """Write the state file of ``ended``, then store it: once another runner may take the
-        loop over, this one writes nothing more and has nothing left to wait for."""
+    async def _settle_state(
+        self, ended: LoopRecord, *events: tuple[EventType, dict[str, Any]]
+    ) -> None:
+        """Write the state file of ``ended``, then store it with ``events``: once another
+        runner may take the loop over, this one writes nothing more and has nothing left to
+        wait for."""
         self.loop = ended
         self._write_state()
         await self._state.flush()
-        self.loop = await self._stored(self.store.save_loop, ended)
+        await self._save(ended, *events)
+
+    async def _save(self, loop: LoopRecord, *events: tuple[EventType, dict[str, Any]]) -> None:
+        """Store ``loop`` and ``events`` in one transaction (a kill never splits a change of
+        state from its events); the events are published."""
+        batch = [(str(kind), data) for kind, data in events]
+        save = self.store.save_loop_with_events
+        self.loop, _ = await storethread.submit_delivering(
+            self.store, self._deliver_saved, save, loop, batch
+        )
 
     def _pause_after(self, result: IterationResult) -> float:
         """The cooldown, stretched after errors: 2^n seconds (capped) for the n-th in a row."""
@@ -958,6 +979,9 @@ class LoopRunner:
     def _deliver_one(self, stored: EventRecord) -> None:
         self._deliver([stored])
 
+    def _deliver_saved(self, saved: tuple[LoopRecord, list[EventRecord]]) -> None:
+        self._deliver(saved[1])
+
     def _agent_event(self, n: int, event: AgentEvent, transcript: TranscriptRecorder) -> None:
         if isinstance(event, Finished):  # written at once: what the agent reported survives a kill
             transcript.flush()
@@ -1001,6 +1025,14 @@ def _succeeded(future: asyncio.Future[Any] | None) -> bool:
     return (
         future is not None and future.done() and not future.cancelled() and not future.exception()
     )
+
+
+def _declared_done(iteration: IterationRecord) -> bool:
+    """Whether ``iteration`` ended its loop as completed: the agent declared completion, and
+    every gate passed (completion outranks every other way to end)."""
+    gates = iteration.gate_results or []
+    passed = all(gate.get("passed") for gate in gates)
+    return iteration.status == "ok" and iteration.completion_signal_found and passed
 
 
 def _checkpointed(n: int, sha: str) -> dict[str, Any]:

@@ -97,7 +97,8 @@ def mark_resumed(store: Store, loop_id: str) -> tuple[Controlled, tuple[str, ...
         events: list[EventRecord] = []
         if loop.status not in _RUNNABLE:
             transition(loop.status, LoopStatus.RUNNING)
-            loop = store.save_loop(
+            data = {"status": str(LoopStatus.RUNNING), "reason": None, "detail": RESUMED_DETAIL}
+            loop, events = store.save_loop_with_events(
                 replace(
                     loop,
                     status=LoopStatus.RUNNING,
@@ -106,10 +107,9 @@ def mark_resumed(store: Store, loop_id: str) -> tuple[Controlled, tuple[str, ...
                     ended_at=None,
                     runner_pid=None,
                     breaker_state=_trial_breaker(loop),
-                )
+                ),
+                [(str(EventType.STATE_CHANGED), data)],
             )
-            data = {"status": str(LoopStatus.RUNNING), "reason": None, "detail": RESUMED_DETAIL}
-            events.append(store.append_event(loop.id, str(EventType.STATE_CHANGED), data))
         with store.transaction("read the fleet loop") as conn:
             origin = fleet_loop(conn, loop.id)
     labels = origin.labels if origin is not None else ()

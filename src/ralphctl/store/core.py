@@ -142,6 +142,14 @@ class CoreStore:
         with self.transaction("save the loop") as conn:
             return _update_loop(conn, loop)
 
+    def save_loop_with_events(
+        self, loop: LoopRecord, events: Sequence[tuple[str, dict[str, Any]]]
+    ) -> tuple[LoopRecord, list[EventRecord]]:
+        """``save_loop`` and its ``events`` in one transaction: the saved record and the
+        stored events."""
+        with self.transaction("save the loop") as conn:
+            return _update_loop(conn, loop), _insert_events(conn, loop.id, events)
+
     def create_loop_once(self, loop: LoopRecord) -> bool:
         """Store ``loop`` unless a loop with its id exists; True if this call created it."""
         stored = replace(loop, updated_at=_now())

@@ -167,6 +167,17 @@ class Store:
         with self._writing("save the loop") as conn:
             return _update_loop(conn, loop)
 
+    def save_loop_with_events(
+        self, loop: LoopRecord, events: Events
+    ) -> tuple[LoopRecord, list[EventRecord]]:
+        """``save_loop`` and its ``events`` in one transaction (a process killed in between
+        never leaves a loop ended without its end's events): the saved record and the stored
+        events."""
+        if self._fast is None:
+            return self._core.save_loop_with_events(loop, events)
+        with self._writing("save the loop") as conn:
+            return _update_loop(conn, loop), _insert_events(conn, loop.id, events)
+
     def create_loop_once(self, loop: LoopRecord) -> bool:
         """Store ``loop`` unless a loop with its id exists; True if this call created it."""
         return self._core.create_loop_once(loop)

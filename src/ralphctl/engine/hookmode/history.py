@@ -38,7 +38,7 @@ from ralphctl.engine.record import iteration_events, loop_totals, summary
 from ralphctl.engine.runner import LoopObserver
 from ralphctl.engine.statefile import StateWriter
 from ralphctl.engine.steering import pending_messages
-from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord
+from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord, loop_summary
 
 if TYPE_CHECKING:
     from ralphctl.store.repository import Store
@@ -288,18 +288,16 @@ class History:
         )
         self.write_state()
         await self.flush()
-        self.loop = await self._stored(self.store.save_loop, self.loop)
         why = reason and str(reason)
-        changed = {"status": str(status), "reason": why, "detail": decision.detail}
-        self.publish(EventType.STATE_CHANGED, changed)
-        totals = {
-            "iteration": self.loop.iteration,
-            "cost_usd": self.loop.cost_usd,
-            "tokens": self.loop.tokens_input + self.loop.tokens_output,
-            "runtime_s": round(self.loop.runtime_s, 3),
-        }
-        self.publish(_END_EVENT[status], {"reason": why, **totals})
-        await self.written()
+        events = [
+            (
+                str(EventType.STATE_CHANGED),
+                {"status": str(status), "reason": why, "detail": decision.detail},
+            ),
+            (str(_END_EVENT[status]), {"reason": why, **loop_summary(self.loop)}),
+        ]
+        self.loop, stored = await self._stored(self.store.save_loop_with_events, self.loop, events)
+        self.deliver(stored)
         if self._failure is not None:
             raise self._failure
         return self.loop
