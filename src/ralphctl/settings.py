@@ -10,7 +10,6 @@ reported at once, each with the file, the table and the key.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -54,6 +53,8 @@ def user_config_path() -> Path:
 
 def read_toml(path: Path) -> dict[str, Any]:
     """Read a TOML file, turning every failure into a ConfigError that names the file."""
+    import tomllib  # only when there is a file: most runs have none
+
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)

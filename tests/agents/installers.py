@@ -13,7 +13,7 @@ import pytest
 
 from ralphctl.agents import registry
 from ralphctl.agents.base import AgentCommand, AgentRequest, AgentUnavailable, Capabilities
-from ralphctl.agents.claude import ClaudeStreamParser
+from ralphctl.agents.claude_stream import ClaudeStreamParser
 from ralphctl.agents.executables import find_executable
 from ralphctl.agents.spec import AgentSpec, Package
 

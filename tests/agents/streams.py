@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ralphctl.agents.base import ProcessOutcome, StreamParser
-from ralphctl.agents.claude import ClaudeStreamParser
+from ralphctl.agents.claude_stream import ClaudeStreamParser
 from ralphctl.agents.events import AgentEvent
 from ralphctl.domain.model import IterationResult
 

@@ -10,7 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ralphctl.agents.claude import ClaudeStreamParser
+from ralphctl.agents.claude_stream import ClaudeStreamParser
 from ralphctl.agents.events import AgentEvent, RawLine, ToolOutput
 from tests.agents.streams import cassette_lines, exited
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ralphctl.agents.command import CommandOutputParser
+from ralphctl.agents.command_output import CommandOutputParser
 from ralphctl.domain.analyzer import ErrorClass, classify_error
 from ralphctl.domain.markers import detect, parse_marker
 from ralphctl.domain.model import IterationResult

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ralphctl.agents.base import ProcessOutcome
-from ralphctl.agents.command import FINAL_TEXT_CHARS, CommandOutputParser, plain_text
+from ralphctl.agents.command_output import FINAL_TEXT_CHARS, CommandOutputParser, plain_text
 from ralphctl.agents.events import TextChunk
 from ralphctl.domain.analyzer import ErrorClass, classify_error
 from ralphctl.domain.markers import detect, parse_marker

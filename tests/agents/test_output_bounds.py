@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ralphctl.agents.base import AgentCommand, ProcessOutcome
-from ralphctl.agents.claude import ClaudeStreamParser
+from ralphctl.agents.claude_stream import ClaudeStreamParser
 from ralphctl.agents.events import AgentEvent, RawLine
 from ralphctl.agents.process import OUT_OF_MEMORY, LineSplitter, run_agent
 from ralphctl.domain.model import IterationResult

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ralphctl.agents.claude import EDIT_TOOLS
+from ralphctl.agents.claude_stream import EDIT_TOOLS
 from ralphctl.domain.analyzer import (
     AnalyzerConfig,
     ErrorClass,

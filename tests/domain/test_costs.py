@@ -12,16 +12,14 @@ from ralphctl.domain.costs import (
     GOOGLE_PRICES,
     OPENAI_PRICES,
     PRICES_AS_OF,
-    UNNAMED_MODEL,
     XAI_PRICES,
     Cost,
     CostSource,
     Price,
     iteration_cost,
     price_for,
-    tokens_for_budget,
 )
-from ralphctl.domain.model import IterationResult, ModelTokens, TokenUsage, ToolUse
+from ralphctl.domain.model import UNNAMED_MODEL, IterationResult, ModelTokens, TokenUsage, ToolUse
 from tests.agents.streams import REAL_CLI_CASSETTES, cassette_lines, exited, replay_lines
 
 MILLION = TokenUsage(input=1_000_000, output=1_000_000, cache_read=1_000_000, cache_write=1_000_000)
@@ -193,7 +191,7 @@ def test_user_prices_override_and_extend_the_table():
 @pytest.mark.parametrize(("include_cache", "tokens"), [(False, 300), (True, 300 + 4000 + 50)])
 def test_the_token_budget_counts_cache_tokens_only_when_configured(include_cache, tokens):
     usage = TokenUsage(input=100, output=200, cache_read=4000, cache_write=50)
-    assert tokens_for_budget(usage, include_cache=include_cache) == tokens
+    assert usage.counted(include_cache=include_cache) == tokens
 
 
 # --- through the Claude parser ------------------------------------------------------------

@@ -219,7 +219,7 @@ def test_content_that_comes_back_is_the_same_content(repo: Path, probe: Progress
     assert before is not None
 
 
-def test_when_git_add_changed_nothing_the_last_tree_is_reused_without_write_tree(
+def test_looks_that_find_nothing_changed_write_no_tree(
     repo: Path, probe: ProgressProbe, git_calls: list[tuple[str, ...]]
 ):
     an_hour_ago = time.time() - 3600  # git re-checks files as recent as its index ("racy")
@@ -228,7 +228,15 @@ def test_when_git_add_changed_nothing_the_last_tree_is_reused_without_write_tree
     first = tree(probe.before())
     probe.forget()
     assert tree(probe.before()) == first
-    assert [call[0] for call in git_calls].count("write-tree") == 1
+    assert [call[0] for call in git_calls].count("write-tree") == 0
+
+
+def test_the_first_looks_tree_is_written_for_the_first_checkpoint(repo: Path, probe: ProgressProbe):
+    tree(probe.before())  # on the way to the first spawn: no tree written
+    tree(probe.after())
+    staged = asyncio.run(probe.staged())
+    assert staged is not None
+    assert staged.tree == git(repo, "write-tree").strip()  # the user's index holds the same content
 
 
 def test_the_agent_committing_its_work_is_still_progress(repo: Path, probe: ProgressProbe):
@@ -332,13 +340,15 @@ def test_looking_for_the_work_tree_also_finds_the_index_so_the_first_tree_needs_
 ):
     assert asyncio.run(probe.is_work_tree())
     assert tree(probe.before()) is not None
-    assert [call[0] for call in git_calls] == ["rev-parse", "add", "write-tree"]
+    assert [call[0] for call in git_calls] == ["rev-parse", "add"]  # its tree: when needed
 
 
 def test_a_failed_git_gives_no_tree_and_the_next_one_starts_from_a_fresh_copy(
     repo: Path, probe: ProgressProbe, monkeypatch: pytest.MonkeyPatch
 ):
     good = tree(probe.before())
+    assert tree(probe.after()) == good
+    assert asyncio.run(probe.staged()) is not None  # its tree written, as for a checkpoint
     real = progress._git
 
     async def add_fails(workdir: Path, *args: str, env: dict[str, str] | None = None) -> str | None:
@@ -406,7 +416,7 @@ def test_a_run_with_checkpoints_looks_once_per_iteration_and_writes_trees_for_th
     # one look per iteration, plus the first; and the last checkpoint stages what the last
     # look (a light one: iteration 3 is no multiple of 2) saw
     assert probe_calls.count("add") == 3 + 1 + 1
-    assert probe_calls.count("write-tree") == 1 + 2  # the first look's, and one per checkpoint
+    assert probe_calls.count("write-tree") == 2  # one per checkpoint
     assert git(repo, "status", "--porcelain") == ""
 
 

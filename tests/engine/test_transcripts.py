@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from ralphctl.agents.claude import ClaudeStreamParser
 from ralphctl.agents.claude_session import session_tokens, transcript_path
+from ralphctl.agents.claude_stream import ClaudeStreamParser
 from ralphctl.agents.events import AgentEvent, RawLine
 from ralphctl.agents.process import OUT_OF_MEMORY
 from ralphctl.domain.config import LoopConfig

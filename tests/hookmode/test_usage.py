@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ralphctl.agents.claude import ClaudeStreamParser
+from ralphctl.agents.claude_stream import ClaudeStreamParser
 from ralphctl.agents.codex_stream import CodexStreamParser
 from ralphctl.domain.costs import DEFAULT_PRICES, price_for
 from ralphctl.domain.model import ModelTokens, TokenUsage

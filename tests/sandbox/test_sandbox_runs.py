@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ralphctl.agents.base import AgentCommand, AgentRequest
-from ralphctl.agents.claude import ClaudeStreamParser
+from ralphctl.agents.claude_stream import ClaudeStreamParser
 from ralphctl.agents.process import run_agent
 from ralphctl.agents.scripted import ScriptedAdapter
 from ralphctl.domain.config import LoopConfig

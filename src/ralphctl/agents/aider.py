@@ -17,15 +17,19 @@ Facts this module relies on (aider-chat 0.86.2, docs/agents/aider.md):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ralphctl.agents.aider_stream import AiderStreamParser
 from ralphctl.agents.argv import given_flags
-from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities
+from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StreamParser
 from ralphctl.agents.executables import command_name, require_executable
 from ralphctl.agents.private_dirs import run_file
 from ralphctl.agents.spec import AgentSpec, Configuration, Package, credential_in_env
+
+if TYPE_CHECKING:
+    from ralphctl.agents.aider_stream import AiderStreamParser
 
 BIN_ENV = "RALPHCTL_AIDER_BIN"
 PACKAGE = Package("pypi", "aider-chat", "0.86.2", "aider")
@@ -131,9 +135,9 @@ class AiderAdapter:
             prompt_file=request.prompt_path,
         )
 
-    def new_parser(self) -> AiderStreamParser:
+    def new_parser(self) -> StreamParser:
         """A parser for the run last built: it reads that run's analytics log when it ends."""
-        return AiderStreamParser(usage_log=self._usage_log)
+        return parser_class()(usage_log=self._usage_log)
 
 
 def usage_log(request: AgentRequest) -> Path:
@@ -174,11 +178,24 @@ def _mentions(path: Path, keys: Sequence[str]) -> bool:
     return False
 
 
+@functools.cache
+def parser_class() -> type[AiderStreamParser]:
+    """The stream parser, imported once a run has printed its first line (start-up)."""
+    from ralphctl.agents.aider_stream import AiderStreamParser
+
+    return AiderStreamParser
+
+
+def new_parser() -> StreamParser:
+    """A parser of a run with no details known (recorded streams, benchmarks)."""
+    return parser_class()()
+
+
 SPEC = AgentSpec(
     name="aider",
     summary="Aider (aider --message-file, plain text)",
     make=lambda _options: AiderAdapter(),
-    parser=AiderStreamParser,
+    parser=new_parser,
     capabilities=AIDER_CAPABILITIES,
     executable="aider",
     bin_env=BIN_ENV,

@@ -19,15 +19,19 @@ Facts this module relies on (CLI 0.0.1790142911-g7618fb, docs/agents/amp.md):
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ralphctl.agents.amp_stream import AmpStreamParser
 from ralphctl.agents.argv import given_flags
-from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities
+from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StreamParser
 from ralphctl.agents.executables import command_name, require_executable
 from ralphctl.agents.spec import AgentSpec, Configuration, Package, credential_in_env
+
+if TYPE_CHECKING:
+    from ralphctl.agents.amp_stream import AmpStreamParser
 
 BIN_ENV = "RALPHCTL_AMP_BIN"
 PACKAGE = Package("npm", "@ampcode/cli", "0.0.1790142911-g7618fb", "amp")
@@ -106,8 +110,8 @@ class AmpAdapter:
         env = {"RALPHCTL_ITERATION": str(request.iteration), "AMP_SKIP_UPDATE_CHECK": "1"}
         return AgentCommand(argv=argv, stdin=request.prompt.encode("utf-8"), env=env)
 
-    def new_parser(self) -> AmpStreamParser:
-        return AmpStreamParser()
+    def new_parser(self) -> StreamParser:
+        return new_parser()
 
 
 def isolated_settings_file(request: AgentRequest) -> Path:
@@ -154,11 +158,23 @@ def _has_api_key(path: Path) -> bool:
     )
 
 
+@functools.cache
+def parser_class() -> type[AmpStreamParser]:
+    """The stream parser, imported once a run has printed its first line (start-up)."""
+    from ralphctl.agents.amp_stream import AmpStreamParser
+
+    return AmpStreamParser
+
+
+def new_parser() -> StreamParser:
+    return parser_class()()
+
+
 SPEC = AgentSpec(
     name="amp",
     summary="Amp (amp --execute --stream-json)",
     make=lambda _options: AmpAdapter(),
-    parser=AmpStreamParser,
+    parser=new_parser,
     capabilities=AMP_CAPABILITIES,
     executable="amp",
     bin_env=BIN_ENV,

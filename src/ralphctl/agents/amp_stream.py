@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from ralphctl.agents.base import ProcessOutcome
-from ralphctl.agents.claude import ClaudeStreamParser
+from ralphctl.agents.claude_stream import ClaudeStreamParser
 from ralphctl.agents.error_text import error_kind
 from ralphctl.agents.events import AgentEvent, MessageUsage, ToolCall
 from ralphctl.domain.model import IterationResult, PermissionDenial, TokenUsage, ToolUse

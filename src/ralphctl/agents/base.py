@@ -7,13 +7,15 @@ the agent can do (``Capabilities``). Spawning, timeouts and killing live in ``pr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ralphctl.agents.events import AgentEvent
 from ralphctl.domain.model import IterationResult
+
+if TYPE_CHECKING:  # the event classes come with a parser, once an agent has started
+    from ralphctl.agents.events import AgentEvent
 
 
 class AgentUnavailable(RuntimeError):
@@ -131,3 +133,24 @@ class AgentAdapter(Protocol):
     def build_command(self, request: AgentRequest) -> AgentCommand: ...
 
     def new_parser(self) -> StreamParser: ...
+
+
+class ParserOnFirstLine:
+    """The parser ``new`` makes, made when the run's first line (or its end) needs it: the
+    adapter's parser module and the event classes are imported once the agent has started,
+    not on the way to its spawn (start-up, bench/overhead.py)."""
+
+    def __init__(self, new: Callable[[], StreamParser]) -> None:
+        self._new = new
+        self._parser: StreamParser | None = None
+
+    def feed(self, line: bytes) -> list[AgentEvent]:
+        return self._made().feed(line)
+
+    def finish(self, outcome: ProcessOutcome) -> IterationResult:
+        return self._made().finish(outcome)
+
+    def _made(self) -> StreamParser:
+        if self._parser is None:
+            self._parser = self._new()
+        return self._parser

@@ -20,8 +20,7 @@ import orjson
 
 from ralphctl.agents.claude_plugins import config_dir
 from ralphctl.agents.process import MAX_PARSED_LINE_BYTES, LineSplitter
-from ralphctl.domain.costs import UNNAMED_MODEL
-from ralphctl.domain.model import ModelTokens, TokenUsage
+from ralphctl.domain.model import UNNAMED_MODEL, ModelTokens, TokenUsage
 
 _SESSION_ID = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 _READ_BYTES = 1024 * 1024

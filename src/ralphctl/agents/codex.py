@@ -24,23 +24,27 @@ Facts this module relies on (CLI 0.169.0, docs/agents/codex.md):
 
 from __future__ import annotations
 
+import functools
 import shlex
-import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralphctl.agents.argv import given_flags
 from ralphctl.agents.base import (
     AgentCommand,
     AgentRequest,
     Capabilities,
+    StreamParser,
 )
 from ralphctl.agents.codex_hooks import session_stop_hook
 from ralphctl.agents.codex_session import codex_home, session_tokens, thread_totals
-from ralphctl.agents.codex_stream import CodexStreamParser
 from ralphctl.agents.executables import command_name, require_executable
 from ralphctl.agents.spec import AgentSpec, Configuration, Package, credential_in_env
 from ralphctl.domain.model import TokenUsage
+
+if TYPE_CHECKING:
+    from ralphctl.agents.codex_stream import CodexStreamParser
 
 BIN_ENV = "RALPHCTL_CODEX_BIN"
 PACKAGE = Package("npm", "@openai/codex", "0.169.0", "codex")
@@ -143,10 +147,10 @@ class CodexAdapter:
         env = {"RALPHCTL_ITERATION": str(request.iteration)}
         return AgentCommand(argv=argv, stdin=request.prompt.encode("utf-8"), env=env)
 
-    def new_parser(self) -> CodexStreamParser:
+    def new_parser(self) -> StreamParser:
         """A parser for the run last built: it knows the run's model, which the stream omits,
         and what a resumed thread had used before."""
-        return CodexStreamParser(model=self._model, baseline=self._baseline)
+        return parser_class()(model=self._model, baseline=self._baseline)
 
 
 def run_model(extra: Sequence[str], requested: str | None, config_dir: Path | None) -> str | None:
@@ -184,8 +188,14 @@ def _home_of(env: Mapping[str, str], home: Path) -> Path:
 def _user_config(config_dir: Path) -> dict[str, object]:
     """``config.toml`` of ``config_dir``; empty when missing or unreadable."""
     try:
-        return tomllib.loads((config_dir / "config.toml").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = (config_dir / "config.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    import tomllib  # only for a file there is: most runs have none
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
         return {}
 
 
@@ -202,11 +212,24 @@ def _configured(env: Mapping[str, str], home: Path) -> Configuration:
     return Configuration(False, "not logged in: run `codex login` or set $OPENAI_API_KEY")
 
 
+@functools.cache
+def parser_class() -> type[CodexStreamParser]:
+    """The stream parser, imported once a run has printed its first line (start-up)."""
+    from ralphctl.agents.codex_stream import CodexStreamParser
+
+    return CodexStreamParser
+
+
+def new_parser() -> StreamParser:
+    """A parser of a run with no details known (recorded streams, benchmarks)."""
+    return parser_class()()
+
+
 SPEC = AgentSpec(
     name="codex",
     summary="OpenAI Codex CLI (codex exec --json)",
     make=lambda _options: CodexAdapter(),
-    parser=CodexStreamParser,
+    parser=new_parser,
     capabilities=CODEX_CAPABILITIES,
     executable="codex",
     bin_env=BIN_ENV,

@@ -20,13 +20,12 @@ import os
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from ralphctl.agents.codex_stream import usage_tokens
 from ralphctl.agents.process import MAX_PARSED_LINE_BYTES, LineSplitter
-from ralphctl.domain.costs import UNNAMED_MODEL
-from ralphctl.domain.model import ModelTokens, TokenUsage
+from ralphctl.domain.model import UNNAMED_MODEL, ModelTokens, TokenUsage
 
 _THREAD_ID = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 _READ_BYTES = 1024 * 1024
@@ -112,3 +111,20 @@ def _at_or_after(stamp: object, since: datetime | None) -> bool:
         return datetime.fromisoformat(stamp.replace("Z", "+00:00")) >= since
     except ValueError:
         return False
+
+
+def usage_tokens(usage: dict[str, Any]) -> TokenUsage:
+    """A Codex ``usage`` object as neutral tokens: its ``input_tokens`` include the cached ones,
+    its ``output_tokens`` the reasoning ones."""
+    cached = _count(usage.get("cached_input_tokens"))
+    return TokenUsage(
+        input=max(0, _count(usage.get("input_tokens")) - cached),
+        output=_count(usage.get("output_tokens")),
+        cache_read=cached,
+        cache_write=_count(usage.get("cache_write_input_tokens")),
+    )
+
+
+def _count(value: object) -> int:
+    """A token count: a positive integer, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

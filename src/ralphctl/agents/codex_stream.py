@@ -38,6 +38,7 @@ from ralphctl.agents.codex_errors import (
     sandbox_denials,
     stated_reset,
 )
+from ralphctl.agents.codex_session import usage_tokens
 from ralphctl.agents.events import (
     AgentEvent,
     ApiRetry,
@@ -277,18 +278,6 @@ _HANDLERS: dict[str, Callable[[CodexStreamParser, dict[str, Any]], list[AgentEve
 }
 
 
-def usage_tokens(usage: dict[str, Any]) -> TokenUsage:
-    """A Codex ``usage`` object as neutral tokens: its ``input_tokens`` include the cached ones,
-    its ``output_tokens`` the reasoning ones."""
-    cached = _count(usage.get("cached_input_tokens"))
-    return TokenUsage(
-        input=max(0, _count(usage.get("input_tokens")) - cached),
-        output=_count(usage.get("output_tokens")),
-        cache_read=cached,
-        cache_write=_count(usage.get("cache_write_input_tokens")),
-    )
-
-
 def _minus(total: TokenUsage, earlier: TokenUsage) -> TokenUsage:
     return TokenUsage(
         input=max(0, total.input - earlier.input),
@@ -362,8 +351,3 @@ def _list(value: object) -> list[Any]:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _count(value: object) -> int:
-    """A token count: a positive integer, else 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -25,6 +25,7 @@ Facts this module relies on (CLI 1.0.102, docs/agents/copilot.md):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -32,17 +33,20 @@ import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralphctl.agents.argv import given_flags, option_value
-from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StopHook
+from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StopHook, StreamParser
 from ralphctl.agents.copilot_home import hooked_home, set_run_hook
 from ralphctl.agents.copilot_hooks import FORMAT_ARGS, hook_file
 from ralphctl.agents.copilot_session import HOME_ENV, copilot_home, session_tokens
-from ralphctl.agents.copilot_stream import CopilotStreamParser
 from ralphctl.agents.executables import command_name, require_executable
 from ralphctl.agents.private_dirs import run_file
 from ralphctl.agents.spec import AgentSpec, Configuration, Package, credential_in_env
 from ralphctl.domain.model import ModelTokens
+
+if TYPE_CHECKING:
+    from ralphctl.agents.copilot_stream import CopilotStreamParser
 
 BIN_ENV = "RALPHCTL_COPILOT_BIN"
 PACKAGE = Package("npm", "@github/copilot", "1.0.102", "copilot")
@@ -145,10 +149,10 @@ class CopilotAdapter:
         self._earlier = session_tokens(request.session_id, home=home) if request.resume else ()
         return AgentCommand(argv=argv, stdin=request.prompt.encode("utf-8"), env=env)
 
-    def new_parser(self) -> CopilotStreamParser:
+    def new_parser(self) -> StreamParser:
         """A parser for the run last built: it reads that run's usage file when it ends (less
         what a resumed session had used before)."""
-        return CopilotStreamParser(usage_file=self._usage_file, earlier=self._earlier)
+        return parser_class()(usage_file=self._usage_file, earlier=self._earlier)
 
 
 def run_home(request: AgentRequest) -> Path | None:
@@ -249,11 +253,24 @@ def _config_keys(path: Path) -> list[str]:
     return [str(key) for key in data] if isinstance(data, dict) else []
 
 
+@functools.cache
+def parser_class() -> type[CopilotStreamParser]:
+    """The stream parser, imported once a run has printed its first line (start-up)."""
+    from ralphctl.agents.copilot_stream import CopilotStreamParser
+
+    return CopilotStreamParser
+
+
+def new_parser() -> StreamParser:
+    """A parser of a run with no details known (recorded streams, benchmarks)."""
+    return parser_class()()
+
+
 SPEC = AgentSpec(
     name="copilot",
     summary="GitHub Copilot CLI (copilot --output-format json)",
     make=lambda _options: CopilotAdapter(),
-    parser=CopilotStreamParser,
+    parser=new_parser,
     capabilities=COPILOT_CAPABILITIES,
     executable="copilot",
     bin_env=BIN_ENV,

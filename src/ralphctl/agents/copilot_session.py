@@ -19,8 +19,7 @@ from pathlib import Path
 import orjson
 
 from ralphctl.agents.process import MAX_PARSED_LINE_BYTES, LineSplitter
-from ralphctl.domain.costs import UNNAMED_MODEL
-from ralphctl.domain.model import ModelTokens, TokenUsage
+from ralphctl.domain.model import UNNAMED_MODEL, ModelTokens, TokenUsage
 
 HOME_ENV = "COPILOT_HOME"
 _SESSION_ID = re.compile(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")

@@ -24,16 +24,20 @@ documentation and peers that run the CLI:
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralphctl.agents.argv import given_flags, option_value
-from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities
-from ralphctl.agents.cursor_stream import CursorStreamParser
+from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StreamParser
 from ralphctl.agents.executables import executable_not_found, find_executable
 from ralphctl.agents.spec import AgentSpec, Configuration, credential_in_env
+
+if TYPE_CHECKING:
+    from ralphctl.agents.cursor_stream import CursorStreamParser
 
 BIN_ENV = "RALPHCTL_CURSOR_BIN"
 EXECUTABLE = "cursor-agent"
@@ -144,8 +148,8 @@ class CursorAdapter:
             )
         return AgentCommand(argv=[*argv, "--", request.prompt], env=env)
 
-    def new_parser(self) -> CursorStreamParser:
-        return CursorStreamParser()
+    def new_parser(self) -> StreamParser:
+        return new_parser()
 
 
 def executable() -> str | None:
@@ -187,11 +191,23 @@ def _make(_options: Mapping[str, str]) -> CursorAdapter:
     return CursorAdapter(prompt_via=os.environ.get(PROMPT_VIA_ENV) or "stdin")
 
 
+@functools.cache
+def parser_class() -> type[CursorStreamParser]:
+    """The stream parser, imported once a run has printed its first line (start-up)."""
+    from ralphctl.agents.cursor_stream import CursorStreamParser
+
+    return CursorStreamParser
+
+
+def new_parser() -> StreamParser:
+    return parser_class()()
+
+
 SPEC = AgentSpec(
     name="cursor",
     summary="Cursor (cursor-agent -p, stream-json; not on a package registry)",
     make=_make,
-    parser=CursorStreamParser,
+    parser=new_parser,
     capabilities=CURSOR_CAPABILITIES,
     executable=EXECUTABLE,
     bin_env=BIN_ENV,

@@ -33,7 +33,7 @@ from typing import Any
 import orjson
 
 from ralphctl.agents.base import ProcessOutcome
-from ralphctl.agents.claude import summarise_tool_input
+from ralphctl.agents.claude_stream import summarise_tool_input
 from ralphctl.agents.error_text import error_kind
 from ralphctl.agents.events import (
     AgentEvent,

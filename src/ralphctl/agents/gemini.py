@@ -24,13 +24,15 @@ docs/agents/gemini.md):
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralphctl.agents.argv import given_flags, option_value
-from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StopHook
+from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StopHook, StreamParser
 from ralphctl.agents.executables import command_name, require_executable
 from ralphctl.agents.gemini_home import (
     HOME_ENV,
@@ -41,9 +43,11 @@ from ralphctl.agents.gemini_home import (
     user_settings,
 )
 from ralphctl.agents.gemini_hooks import FORMAT_ARGS, RUN_HOOK_NAME, hook_group
-from ralphctl.agents.gemini_stream import GeminiStreamParser
 from ralphctl.agents.install import install_hint
 from ralphctl.agents.spec import AgentSpec, Configuration, Package
+
+if TYPE_CHECKING:
+    from ralphctl.agents.gemini_stream import GeminiStreamParser
 
 NAME = "gemini"
 BIN_ENV = "RALPHCTL_GEMINI_BIN"
@@ -129,8 +133,8 @@ class GeminiAdapter:
             env[HOME_ENV] = str(isolated_home(isolated_root(), user_dir))
         return AgentCommand(argv=argv, stdin=request.prompt.encode("utf-8"), env=env)
 
-    def new_parser(self) -> GeminiStreamParser:
-        return GeminiStreamParser()
+    def new_parser(self) -> StreamParser:
+        return new_parser()
 
 
 def approval_mode(permission_mode: str) -> str:
@@ -243,11 +247,23 @@ def _key_in_env_file(directory: Path) -> bool:
     return any(line.strip().removeprefix("export ").startswith("GEMINI_API_KEY=") for line in lines)
 
 
+@functools.cache
+def parser_class() -> type[GeminiStreamParser]:
+    """The stream parser, imported once a run has printed its first line (start-up)."""
+    from ralphctl.agents.gemini_stream import GeminiStreamParser
+
+    return GeminiStreamParser
+
+
+def new_parser() -> StreamParser:
+    return parser_class()()
+
+
 SPEC = AgentSpec(
     name=NAME,
     summary="Gemini CLI (gemini --output-format stream-json)",
     make=lambda _options: GeminiAdapter(),
-    parser=GeminiStreamParser,
+    parser=new_parser,
     capabilities=CAPABILITIES,
     executable=PACKAGE.executable,
     bin_env=BIN_ENV,

@@ -46,8 +46,8 @@ from ralphctl.agents.events import (
     ToolCall,
     ToolOutput,
 )
-from ralphctl.domain.costs import UNNAMED_MODEL
 from ralphctl.domain.model import (
+    UNNAMED_MODEL,
     IterationResult,
     ModelTokens,
     PermissionDenial,

@@ -19,16 +19,20 @@ Facts this module relies on (opencode-ai 1.18.33, docs/agents/opencode.md):
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ralphctl.agents.argv import given_flags, option_value
-from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities
+from ralphctl.agents.base import AgentCommand, AgentRequest, Capabilities, StreamParser
 from ralphctl.agents.executables import agents_home, command_name, require_executable
-from ralphctl.agents.opencode_stream import OpencodeStreamParser
 from ralphctl.agents.spec import AgentSpec, Configuration, Package, credential_in_env
+
+if TYPE_CHECKING:
+    from ralphctl.agents.opencode_stream import OpencodeStreamParser
 
 BIN_ENV = "RALPHCTL_OPENCODE_BIN"
 PACKAGE = Package("npm", "opencode-ai", "1.18.33", "opencode")
@@ -117,9 +121,9 @@ class OpencodeAdapter:
         env = _environment(request, os.environ.get(PERMISSION_ENV))
         return AgentCommand(argv=argv, stdin=request.prompt.encode("utf-8"), env=env)
 
-    def new_parser(self) -> OpencodeStreamParser:
+    def new_parser(self) -> StreamParser:
         """A parser for the next run: it names the tokens with the model last asked for."""
-        return OpencodeStreamParser(self._model)
+        return parser_class()(self._model)
 
 
 def isolated_config_home() -> Path:
@@ -246,11 +250,24 @@ def _declares_providers(path: Path) -> bool:
     return isinstance(parsed, dict) and bool(parsed.get("provider"))
 
 
+@functools.cache
+def parser_class() -> type[OpencodeStreamParser]:
+    """The stream parser, imported once a run has printed its first line (start-up)."""
+    from ralphctl.agents.opencode_stream import OpencodeStreamParser
+
+    return OpencodeStreamParser
+
+
+def new_parser() -> StreamParser:
+    """A parser of a run with no details known (recorded streams, benchmarks)."""
+    return parser_class()()
+
+
 SPEC = AgentSpec(
     name="opencode",
     summary="OpenCode (opencode run --format json)",
     make=lambda _options: OpencodeAdapter(),
-    parser=OpencodeStreamParser,
+    parser=new_parser,
     capabilities=OPENCODE_CAPABILITIES,
     executable="opencode",
     bin_env=BIN_ENV,

@@ -50,12 +50,13 @@ from typing import TYPE_CHECKING
 
 from ralphctl.agents.base import AgentCommand, AgentUnavailable, ProcessOutcome, StreamParser
 from ralphctl.agents.childwatch import use_pidfd
-from ralphctl.agents.events import AgentEvent
 from ralphctl.agents.private_dirs import make_private_dirs
 from ralphctl.domain.model import IterationResult
 
 if TYPE_CHECKING:
     import psutil
+
+    from ralphctl.agents.events import AgentEvent
 
 STDERR_TAIL_BYTES = 8 * 1024
 #: The longest line the parser sees. Claude's largest lines are tool results (its Read and Bash

@@ -7,13 +7,23 @@ same as with the real CLI.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ralphctl.agents.base import AgentCommand, AgentRequest, AgentUnavailable, Capabilities
-from ralphctl.agents.claude import ClaudeStreamParser
+from ralphctl.agents.base import (
+    AgentCommand,
+    AgentRequest,
+    AgentUnavailable,
+    Capabilities,
+    StreamParser,
+)
 from ralphctl.agents.spec import AgentSpec
+
+if TYPE_CHECKING:
+    from ralphctl.agents.claude_stream import ClaudeStreamParser
 
 PROGRAM = "ralphctl.agents.scripted_agent"
 
@@ -45,8 +55,8 @@ class ScriptedAdapter:
             env={"RALPHCTL_ITERATION": str(request.iteration)},
         )
 
-    def new_parser(self) -> ClaudeStreamParser:
-        return ClaudeStreamParser()
+    def new_parser(self) -> StreamParser:
+        return new_parser()
 
 
 def _make(options: Mapping[str, str]) -> ScriptedAdapter:
@@ -55,11 +65,23 @@ def _make(options: Mapping[str, str]) -> ScriptedAdapter:
     return ScriptedAdapter(options["script"])
 
 
+@functools.cache
+def parser_class() -> type[ClaudeStreamParser]:
+    """The stream parser, imported once a run has printed its first line (start-up)."""
+    from ralphctl.agents.claude_stream import ClaudeStreamParser
+
+    return ClaudeStreamParser
+
+
+def new_parser() -> StreamParser:
+    return parser_class()()
+
+
 SPEC = AgentSpec(
     name="scripted",
     summary="an offline program playing a JSON script (demos, tests)",
     make=_make,
-    parser=ClaudeStreamParser,
+    parser=new_parser,
     capabilities=ScriptedAdapter.capabilities,
     options=frozenset({"script"}),
 )

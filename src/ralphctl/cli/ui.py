@@ -7,17 +7,6 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from ralphctl.agents.events import (
-    AgentEvent,
-    ApiRetry,
-    PermissionDenied,
-    RateLimitSignal,
-    RawLine,
-    SessionStarted,
-    TextChunk,
-    ToolCall,
-    printable,
-)
 from ralphctl.domain.config import LoopConfig
 from ralphctl.domain.events import EventType
 from ralphctl.domain.money import format_usd
@@ -25,11 +14,13 @@ from ralphctl.domain.states import LoopStatus, Runner, why_not_resumable
 from ralphctl.domain.steering import delivered_seqs
 from ralphctl.store.records import EventRecord, LoopRecord
 
-if TYPE_CHECKING:  # rich is imported once there is something to show (start-up budget)
+if TYPE_CHECKING:  # rich once there is something to show, events once an agent runs (start-up)
     from rich.console import Console
     from rich.live import Live
     from rich.table import Table
     from rich.text import Text
+
+    from ralphctl.agents.events import AgentEvent
 
 STATUS_STYLE = {
     LoopStatus.COMPLETED: "bold green",
@@ -179,29 +170,31 @@ class TerminalObserver:
             self._line(f"{kind}: {data.get('message', '')}", style, always=True)
 
     def on_agent_event(self, iteration: int, event: AgentEvent) -> None:
+        from ralphctl.agents import events  # with the agent's parser, after its spawn
+
         self._header(iteration)  # a new loop's first agent may speak before it is recorded
-        if isinstance(event, TextChunk):
+        if isinstance(event, events.TextChunk):
             self.last = "agent writing"
             if not self.quiet:
-                text = printable(event.text)  # a model can write escape sequences too
+                text = events.printable(event.text)  # a model can write escape sequences too
                 ending = "" if event.delta or text.endswith("\n") else "\n"  # a whole block
                 *lines, self._partial = (self._partial + text + ending).split("\n")
                 for line in lines:
                     self._out(line)
-        elif isinstance(event, ToolCall):
+        elif isinstance(event, events.ToolCall):
             self.last = f"tool {event.name}"
             self._line(f"  → {event.name} {event.summary}".rstrip(), "dim")
-        elif isinstance(event, SessionStarted):
+        elif isinstance(event, events.SessionStarted):
             self.last = f"session {event.session_id[:8]}"
-        elif isinstance(event, ApiRetry):
+        elif isinstance(event, events.ApiRetry):
             self._line(
                 f"  API retry {event.attempt}: {event.error or event.error_status}", "yellow"
             )
-        elif isinstance(event, RateLimitSignal) and event.status != "allowed":
+        elif isinstance(event, events.RateLimitSignal) and event.status != "allowed":
             self._line(f"  usage limit: {event.status}", "yellow")
-        elif isinstance(event, PermissionDenied):
+        elif isinstance(event, events.PermissionDenied):
             self._line(f"  permission denied: {event.tool_name}", "yellow")
-        elif isinstance(event, RawLine):  # printed outside the agent's stream: shown as is
+        elif isinstance(event, events.RawLine):  # printed outside the agent's stream: shown as is
             self._line(f"  {event.text}", "dim")
 
     def _header(self, iteration: int) -> None:

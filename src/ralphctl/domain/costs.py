@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-from ralphctl.domain.model import IterationResult, ModelTokens, TokenUsage
+from ralphctl.domain.model import UNNAMED_MODEL, IterationResult, ModelTokens, TokenUsage
 
 #: When each provider's shipped prices were checked, and against what (docs/guards.md).
 PRICES_AS_OF: Mapping[str, str] = MappingProxyType(
@@ -41,8 +41,6 @@ PER_MILLION = 1_000_000
 #: The prefix of a price that applies to every model a longer prefix does not name (a flat
 #: ``[loops.costs]`` table).
 EVERY_MODEL = "*"
-#: The model name used in ``Cost.unpriced`` when the agent reported tokens but no model.
-UNNAMED_MODEL = "(unnamed model)"
 _SEPARATORS = frozenset("-_.:@")
 
 
@@ -212,13 +210,6 @@ def price_for(model: str, prices: Mapping[str, Price] = DEFAULT_PRICES) -> Price
             if matches and (best is None or len(key) > best[0]):
                 best = (len(key), price)
     return None if best is None else best[1]
-
-
-def tokens_for_budget(usage: TokenUsage, *, include_cache: bool) -> int:
-    """What the ``max_tokens`` budget counts: input + output, plus cache reads and writes when
-    ``include_cache`` is set."""
-    cache = usage.cache_read + usage.cache_write if include_cache else 0
-    return usage.total + cache
 
 
 def _names(model: str) -> list[str]:

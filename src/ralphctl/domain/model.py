@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+#: The model name given to tokens an agent reported without naming its model.
+UNNAMED_MODEL = "(unnamed model)"
+
 
 @dataclass(frozen=True, slots=True)
 class TokenUsage:
@@ -16,8 +19,14 @@ class TokenUsage:
 
     @property
     def total(self) -> int:
-        """Input plus output: what the ``max_tokens`` budget counts."""
+        """Input plus output."""
         return self.input + self.output
+
+    def counted(self, *, include_cache: bool) -> int:
+        """What the ``max_tokens`` budget counts: input + output, plus cache reads and writes
+        when ``include_cache`` is set."""
+        cache = self.cache_read + self.cache_write if include_cache else 0
+        return self.total + cache
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
         return TokenUsage(

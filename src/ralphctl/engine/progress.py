@@ -16,7 +16,9 @@ One git command per look, against the private index as last staged (the base):
 Two looks against the same base differ when they name other paths or a path holding other
 content (``engine/changed_paths``). The fingerprint is therefore a counter of content changes,
 and the git tree of the content is written only when someone needs it: a checkpoint
-(``staged``), or a new copy of the user's index. The copy is taken again whenever the user's
+(``staged``), or a new copy of the user's index. A run's first look (on the way to its first
+agent) writes none: a copy that a failed git makes the probe drop before its tree was written
+is counted as a change against the next one. The copy is taken again whenever the user's
 index changes (a commit, a ``git add``; not when a checkpoint installed this very index as the
 user's), so files the user tracks although they are ignored count exactly as in the user's own
 index; the trees of the old and the new copy then decide whether the content changed. One
@@ -183,13 +185,14 @@ class ProgressProbe:
             except FileNotFoundError:  # replaced by git just now: copy it next time
                 return False
         self._seeded_from = seeded_from
-        tree = None
-        if await self._git("add", "-A", *self._pathspec) is not None:
-            tree = await self._write_tree()
-        if tree is None:
+        if await self._git("add", "-A", *self._pathspec) is None:
             self.close()
             return False
-        if unknown or tree != old:
+        tree = None  # with no tree to compare (a run's first look), written once needed
+        if old is not None and (tree := await self._write_tree()) is None:
+            self.close()
+            return False
+        if unknown or tree is None or tree != old:
             self._changes += 1
         self._tree, self._listed = tree, {}
         return True

@@ -6,9 +6,10 @@ iteration's start or record the store refuses is kept in the loop's journal
 (``engine/unrecorded``) before the run ends, and recorded when the loop is next taken over.
 Store calls run on the store's thread and are awaited (``engine/storethread``): under
 ``ralphctl serve`` the event loop, shared by every loop and the API, never waits on the database.
-What only a finished iteration needs (assessing and recording it, gates, the usage warning, the
-workflow tracker) is imported where it is used: ``ralphctl run`` spawns its first agent without
-it (start-up, ``bench/overhead.py``).
+What only a finished iteration needs (assessing and recording it, the breaker, gates, checkpoints,
+the usage warning, the workflow tracker) is imported where it is used: ``ralphctl run`` spawns
+its first agent without it (start-up, ``bench/overhead.py``); the agent's parser comes with its
+first line (``ParserOnFirstLine``).
 """
 
 from __future__ import annotations
@@ -28,19 +29,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
-from ralphctl.agents.base import AgentAdapter, AgentUnavailable
-from ralphctl.agents.events import AgentEvent, Finished
+from ralphctl.agents.base import AgentAdapter, AgentUnavailable, ParserOnFirstLine
 from ralphctl.agents.process import run_agent
 from ralphctl.domain.backoff import backoff_delay
-from ralphctl.domain.breaker import (
-    BreakerAction,
-    BreakerStatus,
-    Verdict,
-    allow_trial,
-    check,
-)
-from ralphctl.domain.breaker import from_dict as breaker_from_dict
-from ralphctl.domain.breaker import to_dict as breaker_to_dict
 from ralphctl.domain.budget_warnings import budget_warnings
 from ralphctl.domain.conditions import (
     CONTINUE,
@@ -51,7 +42,6 @@ from ralphctl.domain.conditions import (
     remaining,
 )
 from ralphctl.domain.config import LoopConfig
-from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.events import EventType
 from ralphctl.domain.markers import Detection, first_declaration
 from ralphctl.domain.model import IterationResult, TokenUsage
@@ -59,7 +49,6 @@ from ralphctl.domain.states import LoopStatus, StopReason, transition
 from ralphctl.domain.steering import DELIVERED_KEY, NO_HUMAN_NOTE, Message
 from ralphctl.domain.stoprules import Totals
 from ralphctl.engine import storethread
-from ralphctl.engine.checkpoint import CheckpointMemory, CheckpointOutcome, create_checkpoint
 from ralphctl.engine.progress import ProgressProbe
 from ralphctl.engine.prompt import HISTORY_SHOWN, PastIteration, PromptContext, build_prompt
 from ralphctl.engine.ratelimit import calls_wait
@@ -74,7 +63,10 @@ from ralphctl.store.errors import StoreError
 from ralphctl.store.records import EventRecord, IterationRecord, LoopRecord, loop_summary
 
 if TYPE_CHECKING:
+    from ralphctl.agents.events import AgentEvent
+    from ralphctl.domain.breaker import BreakerState, Verdict
     from ralphctl.engine.assess import Assessment
+    from ralphctl.engine.checkpoint import CheckpointMemory, CheckpointOutcome
     from ralphctl.engine.fresh_tracker import FreshTracker
     from ralphctl.engine.gates import GateResult
     from ralphctl.engine.leftovers import Leftovers
@@ -175,7 +167,6 @@ class LoopRunner:
         self._history: list[IterationRecord] = []
         self._checkpoints = config.checkpoint_interval > 0
         self._git: bool | None = None  # is the work dir a git work tree (None: not known yet)
-        self._breaker = breaker_from_dict(loop.breaker_state or {})
         self._notes: tuple[str, ...] = ()
         self._parked_until: datetime | None = None
         self._parked_reason = ""
@@ -184,7 +175,7 @@ class LoopRunner:
         self._segment_start = time.monotonic()
         self._state = StateWriter(self.workdir, self._state_failed)
         self._progress = ProgressProbe(self.workdir)
-        self._checkpoint_memory = CheckpointMemory()  # kept from one checkpoint to the next
+        self._checkpoint_memory: CheckpointMemory | None = None  # made by the first checkpoint
         self._tracker: FreshTracker | None = None
         if config.tracker_template:
             from ralphctl.engine.fresh_tracker import FreshTracker
@@ -197,6 +188,14 @@ class LoopRunner:
         self._early_messages: asyncio.Future[list[Message]] | None = None
         self._messages_slept = False  # the loop slept since the early read
         self._agent_ended: float | None = None  # when the last agent exited (monotonic)
+
+    @functools.cached_property
+    def _breaker(self) -> BreakerState:
+        """The loop's circuit breaker, read from its record once needed: after the first
+        iteration of a new loop, which has nothing for it to check."""
+        from ralphctl.domain.breaker import from_dict
+
+        return from_dict(self.loop.breaker_state or {})
 
     @property
     def stored(self) -> bool:
@@ -266,7 +265,12 @@ class LoopRunner:
     # -- before an iteration: breaker, usage limits, calls per hour --------------------------
 
     async def _wait_for_permission(self) -> Decision:
-        """Wait while something says not yet; CONTINUE, or why the loop must end instead."""
+        """Wait while something says not yet; CONTINUE, or why the loop must end instead. A
+        new loop, not stored yet, has neither a breaker's history nor calls to count."""
+        if not self.stored:
+            return CONTINUE
+        from ralphctl.domain.breaker import BreakerAction, check
+
         while True:
             verdict = check(self._breaker, self.config.breaker, time.time())
             self._breaker = verdict.state
@@ -281,13 +285,15 @@ class LoopRunner:
                 return ended
 
     async def _next_wait(self, verdict: Verdict) -> tuple[datetime, str, LoopStatus] | None:
+        from ralphctl.domain.breaker import BreakerAction
+
         if verdict.action is BreakerAction.WAIT and verdict.until is not None:
             until = datetime.fromtimestamp(verdict.until, UTC)
             return until, f"circuit breaker open: {verdict.reason}", LoopStatus.RUNNING
         if self._parked_until is not None and self._parked_until > _now():
             return self._parked_until, self._parked_reason, LoopStatus.RATE_LIMITED
         limits = self.config.max_calls_per_hour, self.config.max_calls_per_hour_global
-        if not self.stored or limits == (None, None):  # no need to count calls
+        if limits == (None, None):  # no need to count calls
             return None
         calls = await self._stored(
             calls_wait,
@@ -429,9 +435,10 @@ class LoopRunner:
             usage_limit_wait=self.config.usage_limit_wait,
             now=time.time(),
         )
-        outcome = await self._commit_checkpoint(n) if checkpoint else CheckpointOutcome()
-        await self._record(start, result, assessment, recorded, outcome.sha, defer=True)
-        if outcome.error:
+        outcome = await self._commit_checkpoint(n) if checkpoint else None
+        sha = outcome.sha if outcome is not None else None
+        await self._record(start, result, assessment, recorded, sha, defer=True)
+        if outcome is not None and outcome.error:
             await self._checkpoint_failed(n, outcome.error)
         return result, assessment
 
@@ -518,7 +525,7 @@ class LoopRunner:
         try:
             return await run_agent(
                 command,
-                self.adapter.new_parser(),
+                ParserOnFirstLine(self.adapter.new_parser),
                 cwd=self.workdir,
                 timeout=self._iteration_timeout(),
                 on_event=lambda event: self._agent_event(n, event, transcript),
@@ -542,6 +549,10 @@ class LoopRunner:
             await self._checkpoint_failed(n, outcome.error)
 
     async def _commit_checkpoint(self, n: int) -> CheckpointOutcome:
+        from ralphctl.engine.checkpoint import CheckpointMemory, create_checkpoint
+
+        if self._checkpoint_memory is None:
+            self._checkpoint_memory = CheckpointMemory()
         return await create_checkpoint(
             self.workdir,
             n,
@@ -570,6 +581,8 @@ class LoopRunner:
         iteration that went well is only queued on the store's thread, written while the next
         one is prepared; whatever comes next waits for it (``_settle``) before it starts an
         agent or writes to the store itself."""
+        from ralphctl.domain.breaker import BreakerStatus
+        from ralphctl.domain.breaker import to_dict as breaker_to_dict
         from ralphctl.engine.record import (
             error_context,
             error_text,
@@ -695,6 +708,10 @@ class LoopRunner:
     # -- loop lifecycle ------------------------------------------------------------------
 
     async def _begin(self) -> None:
+        from ralphctl.domain.breaker import allow_trial
+        from ralphctl.domain.breaker import from_dict as breaker_from_dict
+        from ralphctl.domain.breaker import to_dict as breaker_to_dict
+
         leftovers = await self._leftovers()
         if leftovers.loop_state is not None:  # the journal's iteration was the newest
             caught_up = leftovers.applied_to(self.loop)
@@ -936,9 +953,7 @@ class LoopRunner:
             iterations=self.loop.iteration,
             runtime_s=self._runtime(),
             cost_usd=self.loop.cost_usd,
-            tokens=tokens_for_budget(
-                self._loop_tokens(), include_cache=self.config.count_cache_tokens
-            ),
+            tokens=self._loop_tokens().counted(include_cache=self.config.count_cache_tokens),
             consecutive_errors=self.loop.consecutive_errors,
         )
 
@@ -983,6 +998,8 @@ class LoopRunner:
         self._deliver(saved[1])
 
     def _agent_event(self, n: int, event: AgentEvent, transcript: TranscriptRecorder) -> None:
+        from ralphctl.agents.events import Finished  # with the parser, after the spawn
+
         if isinstance(event, Finished):  # written at once: what the agent reported survives a kill
             transcript.flush()
         if self.observer:

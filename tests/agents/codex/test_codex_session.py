@@ -13,8 +13,7 @@ import pytest
 from ralphctl.agents.base import AgentRequest
 from ralphctl.agents.codex import CodexAdapter
 from ralphctl.agents.codex_session import rollout_path, session_tokens, thread_totals
-from ralphctl.domain.costs import UNNAMED_MODEL
-from ralphctl.domain.model import ModelTokens, TokenUsage
+from ralphctl.domain.model import UNNAMED_MODEL, ModelTokens, TokenUsage
 from tests.agents.streams import exited
 
 THREAD = "01a209d6-86b0-7f91-ba84-b5a41bc74946"

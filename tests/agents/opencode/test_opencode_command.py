@@ -16,6 +16,7 @@ from ralphctl.agents.opencode import (
     configured,
     isolated_config_home,
 )
+from ralphctl.agents.opencode_stream import OpencodeStreamParser
 from ralphctl.agents.registry import adapter_for, spec_for
 from tests.agents.fake_cli import put_executable
 
@@ -107,7 +108,9 @@ def test_the_model_is_passed_and_names_the_parsers_tokens():
     command = adapter.build_command(request(model="openai/gpt-5.5"))
 
     assert command.argv[4:6] == ["--model", "openai/gpt-5.5"]
-    assert adapter.new_parser().model == "openai/gpt-5.5"
+    parser = adapter.new_parser()
+    assert isinstance(parser, OpencodeStreamParser)
+    assert parser.model == "openai/gpt-5.5"
 
 
 def test_the_users_model_flag_wins_and_is_the_one_priced():
@@ -117,7 +120,9 @@ def test_the_users_model_flag_wins_and_is_the_one_priced():
 
     assert "a/b" not in command.argv
     assert command.argv[-2:] == ["-m", "c/d"]
-    assert adapter.new_parser().model == "c/d"
+    parser = adapter.new_parser()
+    assert isinstance(parser, OpencodeStreamParser)
+    assert parser.model == "c/d"
 
 
 def test_resume_continues_opencodes_own_session():

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from ralphctl.domain.budget_warnings import budget_warnings
 from ralphctl.domain.conditions import Action, Decision
 from ralphctl.domain.config import LoopConfig
-from ralphctl.domain.costs import Cost, tokens_for_budget
+from ralphctl.domain.costs import Cost
 from ralphctl.domain.events import EventType
 from ralphctl.domain.model import IterationResult, PermissionDenial, TokenUsage
 from ralphctl.domain.states import LoopStatus, transition
@@ -111,7 +111,7 @@ class History:
             iterations=self.loop.iteration,
             runtime_s=self.runtime(),
             cost_usd=self.loop.cost_usd,
-            tokens=tokens_for_budget(self.tokens(), include_cache=include_cache),
+            tokens=self.tokens().counted(include_cache=include_cache),
             consecutive_errors=self.loop.consecutive_errors,
         )
 

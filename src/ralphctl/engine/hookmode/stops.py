@@ -19,7 +19,6 @@ from functools import partial
 from ralphctl.agents.events import AgentEvent, TextChunk
 from ralphctl.domain.conditions import Action, Decision, ExternalSignal
 from ralphctl.domain.config import LoopConfig
-from ralphctl.domain.costs import tokens_for_budget
 from ralphctl.domain.events import EventType
 from ralphctl.domain.questions import find_question
 from ralphctl.domain.states import StopReason
@@ -208,8 +207,8 @@ class Stops:
     def _write_totals(self) -> None:
         """The live totals into the tracker, where the decision reads its budgets."""
         usage = self.meter.current()
-        tokens = tokens_for_budget(
-            self.history.tokens() + usage.tokens, include_cache=self.config.count_cache_tokens
+        tokens = (self.history.tokens() + usage.tokens).counted(
+            include_cache=self.config.count_cache_tokens
         )
         cost = self.history.loop.cost_usd + usage.cost_usd
         self.tracker.update({"cost_usd": cost, "tokens": tokens})
